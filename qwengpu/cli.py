@@ -1,0 +1,202 @@
+"""The ``qwengpu`` command: compile, run, check and compare CUDA kernels.
+
+Every failure a user can cause (bad CUDA, unsupported PTX, a wrong launch spec, a faulting
+kernel) ends as one ``error:`` line block on stderr and a non-zero exit code — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from qwengpu import __version__
+from qwengpu.cuda import DEFAULT_ARCH
+from qwengpu.errors import QwenGPUError
+from qwengpu.simt.interp import DEFAULT_MAX_STEPS
+
+EPILOG = """examples:
+  qwengpu run kernels/dot.cu                 # uses kernels/dot.json beside the source
+  qwengpu run k.cu --launch spec.json --json # machine-readable result
+  qwengpu check kernels --engine interp      # every spec with "expected", pass/fail table
+  qwengpu ptx kernels/saxpy.cu               # print the PTX NVRTC produces
+"""
+
+
+def _add_compile_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arch", default=DEFAULT_ARCH, help=f"virtual architecture (default {DEFAULT_ARCH}, the Tesla T4)")
+    p.add_argument("--nvcc", action="store_true", help="compile with nvcc from PATH instead of NVRTC")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="qwengpu",
+        description="A SIMT GPU compiled into stock Qwen3.5 layers, with a bit-exact reference interpreter.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"qwengpu {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    p = sub.add_parser("ptx", help="compile CUDA to PTX and print it")
+    p.add_argument("kernel", help="CUDA source file (.cu)")
+    p.add_argument("-o", "--output", help="write the PTX to this file instead of stdout")
+    _add_compile_flags(p)
+
+    p = sub.add_parser("run", help="run one kernel with a launch spec", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kernel", help="CUDA source file (.cu)")
+    p.add_argument("--launch", metavar="SPEC.json", help="launch spec (default: KERNEL.json beside the source)")
+    p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"],
+                   help="where to run: the reference interpreter, the compiled machine, or machine+base model")
+    p.add_argument("--model", metavar="DIR", help="checkpoint folder for --engine model")
+    p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
+    p.add_argument("--trace", action="store_true", help="print every warp instruction as it issues (stderr)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
+                   help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr for long launches")
+    _add_compile_flags(p)
+
+    p = sub.add_parser("check", help="run every spec with \"expected\" in a folder; non-zero exit on mismatch")
+    p.add_argument("dir", help="folder of NAME.cu + NAME.json")
+    p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"])
+    p.add_argument("--model", metavar="DIR")
+    p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
+    p.add_argument("--json", action="store_true", help="print one JSON object with every result")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
+    _add_compile_flags(p)
+
+    p = sub.add_parser("hwcheck", help="compare every corpus kernel, bit for bit, with a real NVIDIA GPU")
+    p.add_argument("dir", nargs="?", default="kernels", help="folder of kernels (default: kernels)")
+    p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--arch", default=None, help="PTX target (default: the GPU's own compute capability)")
+    return ap
+
+
+def _cmd_ptx(args: argparse.Namespace) -> int:
+    from qwengpu.cuda import compile_file
+
+    ptx = compile_file(args.kernel, arch=args.arch, use_nvcc=args.nvcc)
+    if args.output:
+        Path(args.output).write_text(ptx)
+    else:
+        sys.stdout.write(ptx)
+    return 0
+
+
+def _progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def show(stats) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 0.5:
+            last[0] = now
+            rate = stats.warp_instructions / max(stats.seconds, 1e-9)
+            print(f"\r  blocks {stats.blocks}  warp instructions {stats.warp_instructions:,}  "
+                  f"({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from qwengpu.runner import run_kernel
+
+    trace = (lambda line: print(line, file=sys.stderr)) if args.trace else None
+    res = run_kernel(args.kernel, args.launch, engine=args.engine, arch=args.arch, use_nvcc=args.nvcc,
+                     max_steps=args.max_steps, trace=trace, progress=_progress_printer(args.progress),
+                     model_dir=args.model)
+    if args.progress:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(res.as_json()))
+    else:
+        out = res.as_json()
+        for name, vals in out["outputs"].items():
+            shown = vals if len(vals) <= 64 else [*vals[:64], f"... ({len(vals)} values)"]
+            print(f"{name} = {json.dumps(shown)}")
+        st = res.stats
+        print(f"[{res.engine}] {st['warp_instructions']:,} warp instructions in {st['seconds']:.3f} s "
+              f"({st['warp_instructions_per_second']:,}/s)")
+        if res.approximate:
+            print(f"note: uses approximate instructions ({', '.join(res.approximate)}); "
+                  "their bits follow our documented model, not NVIDIA's unpublished hardware tables")
+        if res.checked:
+            if res.passed:
+                tol = f" (within {res.spec.tolerance_ulp} ulp)" if res.spec.tolerance_ulp else " (bit-exact)"
+                print(f"check: PASS{tol}")
+            else:
+                print("check: FAIL\n  " + "\n  ".join(res.mismatches))
+    return 0 if (not res.checked or res.passed) else 1
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from qwengpu.runner import corpus, run_kernel
+
+    items = corpus(args.dir)
+    if args.k:
+        items = [(c, j) for c, j in items if args.k in c.name]
+    if not items:
+        raise QwenGPUError(f"no NAME.cu + NAME.json pairs found in {args.dir}")
+    rows = []
+    failed = 0
+    for cu, spec in items:
+        t0 = time.perf_counter()
+        try:
+            res = run_kernel(cu, spec, engine=args.engine, arch=args.arch, use_nvcc=args.nvcc,
+                             max_steps=args.max_steps, model_dir=args.model)
+            if not res.checked:
+                status, detail = "skip", "no \"expected\" in spec"
+            elif res.passed:
+                status = "approx" if res.spec.tolerance_ulp else "pass"
+                detail = f"within {res.spec.tolerance_ulp} ulp" if res.spec.tolerance_ulp else "bit-exact"
+            else:
+                status, detail = "FAIL", res.mismatches[0] + (f" (+{len(res.mismatches) - 1})"
+                                                              if len(res.mismatches) > 1 else "")
+            steps = res.stats["warp_instructions"]
+        except QwenGPUError as exc:
+            status, detail, steps = "ERROR", str(exc).splitlines()[0], 0
+        dt = time.perf_counter() - t0
+        failed += status in ("FAIL", "ERROR")
+        rows.append({"kernel": cu.stem, "status": status, "warp_instructions": steps,
+                     "seconds": round(dt, 3), "detail": detail})
+        if not args.json:
+            print(f"{status:6s} {cu.stem:28s} {steps:>9,} {dt:7.2f}s  {detail}", flush=True)
+    npass = sum(r["status"] in ("pass", "approx") for r in rows)
+    if args.json:
+        print(json.dumps({"engine": args.engine, "passed": npass, "failed": failed, "results": rows}))
+    else:
+        print(f"\n{npass} passed, {failed} failed" + (f", {len(rows) - npass - failed} skipped"
+                                                     if len(rows) - npass - failed else ""))
+    return 1 if failed else 0
+
+
+def _cmd_hwcheck(args: argparse.Namespace) -> int:
+    from qwengpu.hw.hwcheck import hwcheck
+
+    return hwcheck(args.dir, pattern=args.k, as_json=args.json, arch=args.arch)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.cmd is None:
+        ap.print_help()
+        return 2
+    handlers = {"ptx": _cmd_ptx, "run": _cmd_run, "check": _cmd_check, "hwcheck": _cmd_hwcheck}
+    try:
+        return handlers[args.cmd](args)
+    except QwenGPUError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""CUDA C++ -> PTX without a GPU: NVRTC from the pinned ``nvidia-cuda-nvrtc`` wheel via ctypes.
+
+NVRTC needs only glibc, so every machine (CI included) can compile kernels. ``nvcc`` is used
+instead when asked for (it must be on PATH). Output is cached by source hash and options, so
+repeated runs do not pay the 30-70 ms compile.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from qwengpu.errors import CompileError
+
+DEFAULT_ARCH = "compute_75"
+_lib: ctypes.CDLL | None = None
+
+
+def _find_libnvrtc() -> str:
+    """Locate libnvrtc.so from the pinned wheel (``nvidia/cu13/lib``), then the system."""
+    candidates: list[str] = []
+    for base in sys.path:
+        candidates += glob.glob(os.path.join(base, "nvidia", "cu*", "lib", "libnvrtc.so*"))
+        candidates += glob.glob(os.path.join(base, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so*"))
+    candidates = [c for c in candidates if "builtins" not in c and "alt" not in os.path.basename(c)]
+    if candidates:
+        return sorted(candidates)[-1]
+    return "libnvrtc.so"
+
+
+def _load() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        path = _find_libnvrtc()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            raise CompileError(
+                f"cannot load NVRTC ({path}): {exc}. Install it with `pip install nvidia-cuda-nvrtc==13.5.37`"
+            ) from None
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        _lib = lib
+    return _lib
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """The loaded NVRTC's (major, minor) version."""
+    lib = _load()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return major.value, minor.value
+
+
+def _check(lib: ctypes.CDLL, status: int, what: str) -> None:
+    if status != 0:
+        raise CompileError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(status).decode()}")
+
+
+def _nvrtc_compile(source: str, filename: str, options: list[str]) -> str:
+    lib = _load()
+    prog = ctypes.c_void_p()
+    _check(
+        lib,
+        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None),
+        "nvrtcCreateProgram",
+    )
+    try:
+        opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        status = lib.nvrtcCompileProgram(prog, len(options), opts)
+        log_size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(log_size))
+        log = ctypes.create_string_buffer(log_size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        log_text = log.value.decode(errors="replace").strip()
+        if status != 0:
+            raise CompileError(f"{filename}: CUDA compilation failed\n{log_text}")
+        size = ctypes.c_size_t()
+        _check(lib, lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
+        buf = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
+        return buf.value.decode()
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def _nvcc_compile(source: str, filename: str, options: list[str]) -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise CompileError("--nvcc was requested but no `nvcc` is on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / Path(filename).name
+        if src.suffix != ".cu":
+            src = src.with_suffix(".cu")
+        src.write_text(source)
+        out = Path(tmp) / "out.ptx"
+        cmd = [nvcc, "--ptx", *options, "-o", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log = (proc.stderr + proc.stdout).replace(str(src), filename).strip()
+            raise CompileError(f"{filename}: CUDA compilation failed (nvcc)\n{log}")
+        return out.read_text()
+
+
+def cache_dir() -> Path:
+    """PTX cache folder (``$QWENGPU_CACHE`` or ``~/.cache/qwengpu``)/ptx."""
+    root = os.environ.get("QWENGPU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qwengpu")
+    return Path(root) / "ptx"
+
+
+def compile_cuda(
+    source: str,
+    *,
+    filename: str = "kernel.cu",
+    arch: str = DEFAULT_ARCH,
+    options: tuple[str, ...] = (),
+    use_nvcc: bool = False,
+    use_cache: bool = True,
+) -> str:
+    """Compile CUDA C++ source to PTX text (cached by source hash, arch, options and compiler).
+
+    Raises ``CompileError`` carrying the compiler log (``file(line): error: ...``).
+    """
+    if not re.fullmatch(r"(compute|sm)_\d+[af]?", arch):
+        raise CompileError(f"bad --arch {arch!r}: expected e.g. compute_75 or sm_86")
+    if use_nvcc:
+        opts = [f"-arch={arch}", *options]
+        tool = "nvcc"
+    else:
+        opts = [f"--gpu-architecture={arch}", *options]
+        tool = "nvrtc-%d.%d" % nvrtc_version()
+    key = hashlib.sha256("\0".join([tool, source, *opts]).encode()).hexdigest()
+    path = cache_dir() / f"{key}.ptx"
+    if use_cache and path.is_file():
+        return path.read_text()
+    ptx = _nvcc_compile(source, filename, opts) if use_nvcc else _nvrtc_compile(source, filename, opts)
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(ptx)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache is not an error
+    return ptx
+
+
+def compile_file(path: str | os.PathLike, **kwargs) -> str:
+    """Compile a ``.cu`` file; errors name the file as the user gave it."""
+    p = Path(path)
+    try:
+        source = p.read_text()
+    except OSError as exc:
+        raise CompileError(f"cannot read {p}: {exc.strerror}") from None
+    return compile_cuda(source, filename=str(path), **kwargs)

@@ -1,0 +1,127 @@
+"""One launch, start to finish: CUDA -> PTX -> engine -> outputs, shared by ``run`` and ``check``.
+
+Engines: ``interp`` (the reference SIMT interpreter). The compiled-machine engines
+(``machine``, ``model``) plug in here when they land; asking for one that does not exist yet is
+a clear error, not a silent fallback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qwengpu.cuda import DEFAULT_ARCH, compile_file
+from qwengpu.errors import LaunchSpecError, QwenGPUError
+from qwengpu.ptx.parser import parse_ptx
+from qwengpu.simt.interp import DEFAULT_MAX_STEPS, Interpreter, Stats, _find_kernel
+from qwengpu.spec import (
+    LaunchSpec,
+    bind,
+    c_signature,
+    check_against_kernel,
+    compare,
+    load_spec,
+    outputs_json,
+    read_outputs,
+)
+
+ENGINES = ("interp", "machine", "model")
+COMPILE_OPTIONS = ("--generate-line-info",)
+
+
+@dataclass
+class RunResult:
+    """What a launch produced."""
+
+    kernel: str
+    engine: str
+    spec: LaunchSpec
+    outputs: dict[str, np.ndarray]
+    stats: dict
+    mismatches: list[str] = field(default_factory=list)
+    approximate: list[str] = field(default_factory=list)
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.spec.expected)
+
+    @property
+    def passed(self) -> bool:
+        return self.checked and not self.mismatches
+
+    def as_json(self) -> dict:
+        d = {
+            "kernel": self.kernel,
+            "engine": self.engine,
+            "outputs": outputs_json(self.spec, self.outputs),
+            "stats": self.stats,
+        }
+        if self.checked:
+            d["check"] = {"passed": self.passed, "mismatches": self.mismatches,
+                          "tolerance_ulp": self.spec.tolerance_ulp}
+        if self.approximate:
+            d["approximate"] = self.approximate
+        return d
+
+
+def default_spec_path(cu: Path) -> Path:
+    return cu.with_suffix(".json")
+
+
+def run_kernel(
+    cu_path: str | Path,
+    spec_path: str | Path | None = None,
+    *,
+    engine: str = "interp",
+    arch: str = DEFAULT_ARCH,
+    use_nvcc: bool = False,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    trace: Callable[[str], None] | None = None,
+    progress: Callable[[Stats], None] | None = None,
+    model_dir: str | None = None,
+) -> RunResult:
+    """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back."""
+    cu = Path(cu_path)
+    if engine not in ENGINES:
+        raise QwenGPUError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if spec_path is None:
+        spec_path = default_spec_path(cu)
+        if not Path(spec_path).exists():
+            raise LaunchSpecError(f"no launch spec: {spec_path} does not exist (pass --launch SPEC.json)")
+    spec = load_spec(spec_path)
+    if not cu.exists():
+        raise QwenGPUError(f"no such CUDA file: {cu}")
+    source = cu.read_text()
+    ptx = compile_file(cu, arch=arch, use_nvcc=use_nvcc, options=COMPILE_OPTIONS)
+    module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
+    fn = _find_kernel(module, spec.kernel)
+    check_against_kernel(spec, fn, c_signature(source, spec.kernel))
+    if engine != "interp":
+        raise QwenGPUError(
+            f"engine {engine!r} is not available yet: the compiled machine has not landed "
+            "(see issue 'The GPU in the weights'); use --engine interp"
+        )
+    t0 = time.perf_counter()
+    interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
+    bound = bind(spec, interp.fn)
+    stats = interp.launch(spec.grid, spec.block, bound.param_bytes, bound.gmem,
+                          dynamic_shared=spec.shared_bytes, progress=progress)
+    outputs = read_outputs(spec, bound.gmem)
+    sd = stats.as_dict()
+    sd["seconds"] = round(time.perf_counter() - t0, 6)
+    sd["warp_instructions_per_second"] = round(stats.warp_instructions / max(sd["seconds"], 1e-9))
+    result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
+    result.mismatches = compare(spec, outputs)
+    return result
+
+
+def corpus(dirpath: str | Path) -> list[tuple[Path, Path]]:
+    """Every ``NAME.cu`` in a folder that has a ``NAME.json`` beside it, sorted by name."""
+    d = Path(dirpath)
+    if not d.is_dir():
+        raise QwenGPUError(f"not a directory: {d}")
+    return [(cu, cu.with_suffix(".json")) for cu in sorted(d.glob("*.cu")) if cu.with_suffix(".json").exists()]

@@ -1,0 +1,1567 @@
+"""The reference SIMT interpreter: the bit-exact oracle every other engine is checked against.
+
+Hardware model: 32-thread warps; a warp issues one instruction at a time for the lanes whose
+per-lane PC is the smallest among its runnable lanes (min-PC scheduling), which reconverges
+NVVM's unstructured control flow at immediate post-dominators for the layouts NVVM emits.
+Warps of a block run round-robin between ``bar.sync`` barriers; blocks run one after another.
+Each PTX instruction is turned once into a Python closure over numpy arrays of 32 lanes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qwengpu.errors import ExecutionError, PTXError
+from qwengpu.ptx.inline import inline_calls
+from qwengpu.ptx.ir import (
+    TYPE_SIZES,
+    TYPES,
+    Addr,
+    Function,
+    Imm,
+    Instr,
+    Label,
+    Module,
+    Neg,
+    Pair,
+    Reg,
+    Sink,
+    Special,
+    Sym,
+    Vec,
+)
+from qwengpu.simt import fp32
+from qwengpu.simt import ops as iops
+from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+
+WARP = 32
+DEFAULT_MAX_STEPS = 5_000_000
+LANES = np.arange(WARP, dtype=np.uint32)
+ROUNDING = {"rn", "rz", "rm", "rp"}
+INT_ROUNDING = {"rni", "rzi", "rmi", "rpi"}
+APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
+_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER = 0, 1, 2, 3, 4
+
+
+@dataclass
+class Stats:
+    """What a launch did."""
+
+    warp_instructions: int = 0
+    thread_instructions: int = 0
+    blocks: int = 0
+    warps: int = 0
+    divergent_branches: int = 0
+    barriers: int = 0
+    approximate: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "warp_instructions": self.warp_instructions,
+            "thread_instructions": self.thread_instructions,
+            "blocks": self.blocks,
+            "warps": self.warps,
+            "divergent_branches": self.divergent_branches,
+            "barriers": self.barriers,
+            "approximate_instructions": sorted(set(self.approximate)),
+            "seconds": round(self.seconds, 6),
+        }
+
+
+class Warp:
+    """Per-warp state: registers, per-lane PCs, liveness and special-register values."""
+
+    __slots__ = ("R", "pcs", "live", "waiting", "conv", "special", "lbase", "thread", "block", "cc",
+                 "warp_id", "done", "nlanes")
+
+    def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
+        self.R = [np.zeros(WARP, dtype=d) for d in nregs_dtypes]
+        self.nlanes = len(threads)
+        self.live = np.zeros(WARP, dtype=bool)
+        self.live[: self.nlanes] = True
+        self.waiting = np.zeros(WARP, dtype=bool)
+        self.pcs = np.zeros(WARP, dtype=np.int64)
+        self.conv = 0  # the common PC when all runnable lanes agree, else -1
+        self.thread = np.zeros(WARP, dtype=np.int64)  # linear thread index in block (padding lanes: 0)
+        self.thread[: self.nlanes] = threads
+        self.block = block
+        self.warp_id = warp_id
+        self.cc = np.zeros(WARP, dtype=np.uint64)
+        self.done = self.nlanes == 0
+        self.special: dict[str, np.ndarray] = {}
+        self.lbase = self.thread.astype(np.uint64) * np.uint64(block.local_size)
+
+
+class Block:
+    """Per-block state: shared memory, local memory of its threads, the block index."""
+
+    def __init__(self, ctaid: tuple[int, int, int], nthreads: int, shared_size: int, local_size: int,
+                 shared_init: list[tuple[int, bytes]]) -> None:
+        self.ctaid = ctaid
+        self.shared = np.zeros((shared_size + 7) // 8 * 8, dtype=np.uint8)
+        for off, data in shared_init:
+            self.shared[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.shared_size = shared_size
+        self.local_size = local_size
+        self.local = np.zeros(max(8, nthreads * local_size), dtype=np.uint8)
+
+
+def _type_of(ins: Instr) -> str:
+    for m in reversed(ins.mods):
+        if m in TYPES:
+            return m
+    raise PTXError(f"{ins.where()}: `{ins.text}` has no type")
+
+
+class Interpreter:
+    """Runs one kernel of a parsed module. Build once, launch many times."""
+
+    def __init__(self, module: Module, kernel: str, *, max_steps: int = DEFAULT_MAX_STEPS,
+                 trace: Callable[[str], None] | None = None) -> None:
+        fn = _find_kernel(module, kernel)
+        self.module = module
+        self.fn: Function = inline_calls(module, fn)
+        self.max_steps = max_steps
+        self.trace = trace
+        self.reg_index: dict[str, int] = {}
+        self.reg_dtypes: list[type] = []
+        for name, t in self.fn.regs.items():
+            self.reg_index[name] = len(self.reg_dtypes)
+            self.reg_dtypes.append(_storage_dtype(t))
+        # static layout of per-thread (.local + call .param) and per-block (.shared) variables
+        self.local_off: dict[str, int] = {}
+        off = 0
+        for v in self.fn.vars:
+            if v.space in ("local", "param"):
+                off = _align(off, max(v.align, 1))
+                self.local_off[v.name] = off
+                off += v.size
+        self.local_size = _align(off, 8)
+        self.shared_off: dict[str, int] = {}
+        self.shared_init: list[tuple[int, bytes]] = []
+        off = 0
+        shared_vars = [v for v in self.fn.vars if v.space == "shared"]
+        shared_vars += [v for v in module.globals if v.space == "shared"]
+        self.dynamic_shared_syms = []
+        for v in shared_vars:
+            if v.extern or v.size == 0:
+                self.dynamic_shared_syms.append(v)
+                continue
+            off = _align(off, max(v.align, 1))
+            self.shared_off[v.name] = off
+            if v.init:
+                self.shared_init.append((off, v.init))
+            off += v.size
+        self.static_shared = off
+        self.param_off: dict[str, int] = {}
+        off = 0
+        for p in self.fn.params:
+            off = _align(off, max(p.align, TYPE_SIZES[p.type] if p.size == TYPE_SIZES[p.type] else 1))
+            self.param_off[p.name] = off
+            off += p.size
+        self.param_size = off
+        self.uses_approx = sorted({i.form for i in self.fn.body if i.op in APPROX_OPS or "approx" in i.mods})
+        for ins in self.fn.body:  # reject unsupported instructions before any launch
+            _check_supported(ins)
+
+    # ------------------------------------------------------------------ launch
+    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], param_bytes: bytes,
+               gmem: GlobalMemory, *, dynamic_shared: int = 0,
+               progress: Callable[[Stats], None] | None = None) -> Stats:
+        """Run the kernel over the grid; global memory is modified in place."""
+        self.gmem = gmem
+        self.grid, self.blockdim = grid, block
+        self.param_mem = np.zeros(_align(max(len(param_bytes), 8), 8), dtype=np.uint8)
+        self.param_mem[: len(param_bytes)] = np.frombuffer(param_bytes, dtype=np.uint8)
+        dyn_off = _align(self.static_shared, 16)
+        self.shared_off_all = dict(self.shared_off)
+        for v in self.dynamic_shared_syms:
+            self.shared_off_all[v.name] = dyn_off
+        self.shared_size = dyn_off + dynamic_shared if self.dynamic_shared_syms else self.static_shared
+        self.shared_size = max(self.shared_size, self.static_shared + dynamic_shared)
+        self.global_addr: dict[str, int] = {}
+        for v in self.module.globals:
+            if v.space in ("global", "const"):
+                self.global_addr[v.name] = gmem.alloc(v.name, v.init or b"", size=v.size,
+                                                      readonly=v.space == "const")
+        if self.module.globals:
+            gmem.finalize()
+        self.code = [self._build(ins, pc) for pc, ins in enumerate(self.fn.body)]
+        self.stats = Stats(approximate=list(self.uses_approx))
+        self.steps_left = self.max_steps
+        nthreads = block[0] * block[1] * block[2]
+        t0 = time.perf_counter()
+        with np.errstate(all="ignore"):
+            for bz in range(grid[2]):
+                for by in range(grid[1]):
+                    for bx in range(grid[0]):
+                        self._run_block((bx, by, bz), nthreads)
+                        if progress is not None:
+                            self.stats.seconds = time.perf_counter() - t0
+                            progress(self.stats)
+        self.stats.seconds = time.perf_counter() - t0
+        return self.stats
+
+    def _run_block(self, ctaid: tuple[int, int, int], nthreads: int) -> None:
+        blk = Block(ctaid, nthreads, self.shared_size, self.local_size, self.shared_init)
+        self.stats.blocks += 1
+        warps = []
+        bx, by, bz = self.blockdim
+        for wid in range((nthreads + WARP - 1) // WARP):
+            threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
+            w = Warp(self.reg_dtypes, blk, wid, threads)
+            t = w.thread
+            sp = w.special
+            sp["tid.x"] = (t % bx).astype(np.uint32)
+            sp["tid.y"] = ((t // bx) % by).astype(np.uint32)
+            sp["tid.z"] = (t // (bx * by)).astype(np.uint32)
+            for k, axis in enumerate("xyz"):
+                sp[f"ntid.{axis}"] = np.full(WARP, self.blockdim[k], dtype=np.uint32)
+                sp[f"ctaid.{axis}"] = np.full(WARP, ctaid[k], dtype=np.uint32)
+                sp[f"nctaid.{axis}"] = np.full(WARP, self.grid[k], dtype=np.uint32)
+            sp["laneid"] = LANES.copy()
+            sp["warpid"] = np.full(WARP, wid, dtype=np.uint32)
+            sp["nwarpid"] = np.full(WARP, (nthreads + WARP - 1) // WARP, dtype=np.uint32)
+            sp["warpsize"] = np.full(WARP, WARP, dtype=np.uint32)
+            one = np.uint64(1)
+            lane64 = LANES.astype(np.uint64)
+            sp["lanemask_eq"] = (one << lane64).astype(np.uint32)
+            sp["lanemask_lt"] = ((one << lane64) - one).astype(np.uint32)
+            sp["lanemask_le"] = ((one << (lane64 + one)) - one).astype(np.uint32)
+            sp["lanemask_ge"] = (~((one << lane64) - one)).astype(np.uint32)
+            sp["lanemask_gt"] = (~((one << (lane64 + one)) - one)).astype(np.uint32)
+            sp["smid"] = np.zeros(WARP, dtype=np.uint32)
+            sp["nsmid"] = np.ones(WARP, dtype=np.uint32)
+            sp["gridid"] = np.zeros(WARP, dtype=np.uint32)
+            sp["dynamic_smem_size"] = np.full(WARP, self.shared_size - self.static_shared, dtype=np.uint32)
+            sp["total_smem_size"] = np.full(WARP, self.shared_size, dtype=np.uint32)
+            warps.append(w)
+        self.stats.warps += len(warps)
+        while True:
+            progressed = False
+            for w in warps:
+                if not w.done and not (w.waiting[w.live].all() and w.live.any()):
+                    self._run_warp(w)
+                    progressed = True
+            pending = [w for w in warps if not w.done]
+            if not pending:
+                return
+            if all(w.waiting[w.live].all() for w in pending):
+                # every live thread of the block arrived: release the barrier
+                self.stats.barriers += 1
+                for w in warps:
+                    w.waiting[:] = False
+                    self._reconverge(w)
+            elif not progressed:
+                raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
+
+    def _reconverge(self, w: Warp) -> None:
+        run = w.live & ~w.waiting
+        if not run.any():
+            w.conv = -1
+            return
+        pcs = w.pcs[run]
+        lo = pcs.min()
+        w.conv = int(lo) if (pcs == lo).all() else -1
+
+    def _run_warp(self, w: Warp) -> None:
+        code = self.code
+        body = self.fn.body
+        stats = self.stats
+        trace = self.trace
+        full = w.nlanes == WARP
+        while True:
+            if w.conv >= 0:
+                pc = w.conv
+                m = None if (full and not w.waiting.any() and w.live.all()) else (w.live & ~w.waiting)
+            else:
+                run = w.live & ~w.waiting
+                if not run.any():
+                    return
+                cand = np.where(run, w.pcs, 1 << 40)
+                pc = int(cand.min())
+                m = run & (w.pcs == pc)
+                if (m == run).all():
+                    w.conv = pc
+                    if full and run.all():
+                        m = None
+            if pc >= len(code):
+                raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise ExecutionError(
+                    f"step limit reached: {self.max_steps} warp instructions executed without finishing "
+                    f"(last at {body[pc].where()}: `{body[pc].text}`, block {w.block.ctaid}, warp {w.warp_id}); "
+                    "the kernel may loop forever — raise the limit with --max-steps"
+                )
+            stats.warp_instructions += 1
+            stats.thread_instructions += WARP if m is None else int(m.sum())
+            if trace is not None:
+                mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
+                trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:4d} mask={mask:08x}  {body[pc].text}")
+            kind, arg = code[pc](w, m)
+            if kind == _NEXT:
+                if w.conv >= 0:
+                    w.conv = pc + 1
+                else:
+                    w.pcs[m] = pc + 1
+                    continue
+            elif kind == _JUMP:
+                if w.conv >= 0:
+                    w.conv = arg
+                else:
+                    w.pcs[m] = arg
+            elif kind == _DIVERGED:
+                stats.divergent_branches += 1
+                w.conv = -1
+            elif kind == _EXIT:
+                if not w.live.any():
+                    w.done = True
+                    return
+                self._reconverge(w)
+            elif kind == _BARRIER:
+                self._reconverge(w)
+                if not (w.live & ~w.waiting).any():
+                    return
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+
+    # ------------------------------------------------------------------ building closures
+    def _fail(self, ins: Instr, msg: str) -> PTXError:
+        return PTXError(f"{ins.where()}: {msg}: `{ins.text}`")
+
+    def _reader(self, op, t: str, ins: Instr):
+        """A function w -> lane values of operand ``op`` read as PTX type ``t``."""
+        td = iops.DTYPES[t]
+        if isinstance(op, Reg):
+            if op.name not in self.reg_index:
+                raise self._fail(ins, f"undeclared register {op.name}")
+            i = self.reg_index[op.name]
+            sd = self.reg_dtypes[i]
+            if sd is td:
+                return lambda w: w.R[i]
+            if t == "pred" or sd is np.bool_:
+                return lambda w: w.R[i].astype(td)
+            if np.dtype(sd).itemsize == np.dtype(td).itemsize:
+                return lambda w: w.R[i].view(td)
+            return lambda w: w.R[i].astype(td)
+        if isinstance(op, Neg):
+            inner = self._reader(op.inner, "pred", ins)
+            return lambda w: ~inner(w)
+        if isinstance(op, Imm):
+            val = _imm_value(op, t)
+            return lambda w: val
+        if isinstance(op, Special):
+            name = op.name
+            if name in ("clock", "clock64", "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
+                return lambda w: np.full(WARP, self.stats.warp_instructions, dtype=np.uint64).astype(td)
+            if name.startswith("envreg"):
+                return lambda w: np.zeros(WARP, dtype=td)
+            return lambda w: w.special[name].astype(td) if w.special[name].dtype != td else w.special[name]
+        if isinstance(op, Sym):
+            addr = self._symbol_address(op.name, ins)
+            val = np.array(addr & ((1 << (8 * np.dtype(td).itemsize)) - 1), dtype=np.uint64).astype(td)[()]
+            return lambda w: val
+        raise self._fail(ins, f"unsupported operand {op}")
+
+    def _symbol_address(self, name: str, ins: Instr) -> int:
+        if name in self.shared_off_all:
+            return self.shared_off_all[name]
+        if name in self.local_off:
+            return self.local_off[name]
+        if name in self.param_off:
+            return self.param_off[name]
+        if name in self.global_addr:
+            return self.global_addr[name]
+        raise self._fail(ins, f"unknown symbol {name}")
+
+    def _writer(self, op, t: str, ins: Instr):
+        """A function (w, values, mask) storing values of PTX type ``t`` into operand ``op``."""
+        if isinstance(op, Sink):
+            return lambda w, v, m: None
+        if not isinstance(op, Reg):
+            raise self._fail(ins, f"cannot write to {op}")
+        if op.name not in self.reg_index:
+            raise self._fail(ins, f"undeclared register {op.name}")
+        i = self.reg_index[op.name]
+        sd = self.reg_dtypes[i]
+        td = iops.DTYPES[t]
+        same = sd is td
+        view = (not same) and np.dtype(sd).itemsize == np.dtype(td).itemsize and sd is not np.bool_
+
+        def write(w, v, m):
+            v = np.asarray(v)
+            if v.shape != (WARP,):
+                v = np.broadcast_to(v, (WARP,))
+            if v.dtype != sd:
+                v = v.view(sd) if view and v.dtype == td else v.astype(sd)
+            if m is None:
+                w.R[i] = v.copy() if not v.flags.writeable else v
+            else:
+                w.R[i] = np.where(m, v, w.R[i])
+
+        return write
+
+    def _guarded(self, ins: Instr, fn):
+        """Wrap a closure with the instruction's guard predicate."""
+        if ins.guard is None:
+            return fn
+        g = self._reader(ins.guard, "pred", ins)
+        neg = ins.guard_neg
+
+        def guarded(w, m):
+            p = g(w)
+            if neg:
+                p = ~p
+            mm = p if m is None else (m & p)
+            if m is None and p.all():
+                return fn(w, None)
+            if not mm.any():
+                return (_NEXT, 0)
+            return fn(w, mm)
+
+        return guarded
+
+    def _build(self, ins: Instr, pc: int):
+        op = ins.op
+        builder = getattr(self, f"_op_{op}", None)
+        if builder is None:
+            raise self._fail(ins, f"unsupported PTX instruction `{ins.form}`")
+        if op == "bra":
+            return builder(ins, pc)
+        return self._guarded(ins, builder(ins, pc))
+
+    # ---- control flow
+    def _op_bra(self, ins: Instr, pc: int):
+        target = ins.operands[0]
+        if not isinstance(target, Label):
+            raise self._fail(ins, "indirect branch is not supported")
+        tpc = self.fn.labels[target.name]
+        if ins.guard is None:
+            return lambda w, m: (_JUMP, tpc)
+        g = self._reader(ins.guard, "pred", ins)
+        neg = ins.guard_neg
+
+        def bra(w, m):
+            p = g(w)
+            if neg:
+                p = ~p
+            taken = p if m is None else (m & p)
+            act = (w.live & ~w.waiting) if m is None else m
+            nt = int(taken.sum())
+            if nt == 0:
+                return (_NEXT, 0)
+            if nt == int(act.sum()):
+                return (_JUMP, tpc)
+            # divergence: split the lanes
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[act] = pc + 1
+            w.pcs[taken] = tpc
+            return (_DIVERGED, 0)
+
+        return bra
+
+    def _op_ret(self, ins: Instr, pc: int):
+        def ret(w, m):
+            act = (w.live & ~w.waiting) if m is None else m
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.live &= ~act
+            return (_EXIT, 0)
+
+        return ret
+
+    _op_exit = _op_ret
+
+    def _op_bar(self, ins: Instr, pc: int):
+        if "warp" in ins.mods:  # bar.warp.sync: lanes already converge under min-PC scheduling
+            return lambda w, m: (_NEXT, 0)
+        if "arrive" in ins.mods:
+            return lambda w, m: (_NEXT, 0)
+
+        def bar(w, m):
+            act = (w.live & ~w.waiting) if m is None else m
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[act] = pc + 1
+            w.waiting |= act
+            w.conv = -1
+            return (_BARRIER, 0)
+
+        return bar
+
+    _op_barrier = _op_bar
+
+    def _nop(self, ins: Instr, pc: int):
+        return lambda w, m: (_NEXT, 0)
+
+    _op_membar = _op_fence = _op_prefetch = _op_prefetchu = _op_pmevent = _op_nanosleep = _nop
+
+    # ---- moves
+    def _op_mov(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        d, a = ins.operands
+        if isinstance(a, Vec):  # pack: mov.b64 d, {lo, hi}
+            parts = a.items
+            width = TYPE_SIZES[t] * 8 // len(parts)
+            pt = {8: "b8", 16: "b16", 32: "b32"}[width]
+            readers = [self._reader(p, pt, ins) for p in parts]
+            wr = self._writer(d, t, ins)
+            td = iops.DTYPES[t]
+
+            def pack(w, m):
+                acc = np.zeros(WARP, dtype=np.uint64)
+                for k, r in enumerate(readers):
+                    acc |= np.asarray(r(w)).astype(np.uint64) << np.uint64(k * width)
+                wr(w, acc.astype(iops.UNSIGNED_OF[TYPE_SIZES[t] * 8]).view(td), m)
+                return (_NEXT, 0)
+
+            return pack
+        if isinstance(d, Vec):  # unpack: mov.b64 {lo, hi}, d
+            parts = d.items
+            width = TYPE_SIZES[t] * 8 // len(parts)
+            pt = {8: "b8", 16: "b16", 32: "b32"}[width]
+            rd = self._reader(a, t, ins)
+            writers = [self._writer(p, pt, ins) for p in parts]
+            mask = np.uint64((1 << width) - 1)
+
+            def unpack(w, m):
+                v = np.asarray(rd(w)).astype(np.uint64)
+                for k, wr in enumerate(writers):
+                    wr(w, ((v >> np.uint64(k * width)) & mask).astype(iops.UNSIGNED_OF[width]), m)
+                return (_NEXT, 0)
+
+            return unpack
+        rd = self._reader(a, t, ins)
+        wr = self._writer(d, t, ins)
+
+        def mov(w, m):
+            wr(w, rd(w), m)
+            return (_NEXT, 0)
+
+        return mov
+
+    def _simple(self, ins: Instr, t: str, f, nsrc: int | None = None, dtype_out: str | None = None):
+        ops = ins.operands
+        d, srcs = ops[0], ops[1:]
+        if nsrc is not None and len(srcs) != nsrc:
+            raise self._fail(ins, f"expected {nsrc} source operands")
+        rds = [self._reader(s, t, ins) for s in srcs]
+        wr = self._writer(d, dtype_out or t, ins)
+        if len(rds) == 1:
+            r0 = rds[0]
+
+            def un(w, m):
+                wr(w, f(r0(w)), m)
+                return (_NEXT, 0)
+
+            return un
+        if len(rds) == 2:
+            r0, r1 = rds
+
+            def bi(w, m):
+                wr(w, f(r0(w), r1(w)), m)
+                return (_NEXT, 0)
+
+            return bi
+
+        def nary(w, m):
+            wr(w, f(*[r(w) for r in rds]), m)
+            return (_NEXT, 0)
+
+        return nary
+
+    # ---- integer and float arithmetic
+    def _op_add(self, ins: Instr, pc: int):
+        return self._addsub(ins, +1)
+
+    def _op_sub(self, ins: Instr, pc: int):
+        return self._addsub(ins, -1)
+
+    def _addsub(self, ins: Instr, sign: int):
+        t = _type_of(ins)
+        rnd, ftz, sat = _fmods(ins)
+        if t == "f32":
+            f = fp32.add if sign > 0 else fp32.sub
+            return self._simple(ins, t, lambda a, b: f(a, b, rnd, ftz, sat), 2)
+        if t == "f64":
+            f = fp32.add64 if sign > 0 else fp32.sub64
+            return self._simple(ins, t, lambda a, b: f(a, b), 2)
+        if "cc" in ins.mods or ins.op in ("addc", "subc"):
+            return self._carry(ins, t, sign)
+        if sat:  # add.sat.s32 clamps
+            lo, hi = -(2**31), 2**31 - 1
+
+            def satf(a, b):
+                r = a.astype(np.int64) + sign * np.asarray(b).astype(np.int64)
+                return np.clip(r, lo, hi).astype(np.int32)
+
+            return self._simple(ins, t, satf, 2)
+        if sign > 0:
+            return self._simple(ins, t, lambda a, b: a + b, 2)
+        return self._simple(ins, t, lambda a, b: a - b, 2)
+
+    def _carry(self, ins: Instr, t: str, sign: int):
+        """add.cc/addc/sub.cc/subc: extended-precision arithmetic through a per-lane carry flag."""
+        width = TYPE_SIZES[t] * 8
+        d, a, b = ins.operands
+        ra, rb = self._reader(a, t, ins), self._reader(b, t, ins)
+        wr = self._writer(d, t, ins)
+        use_in = ins.op in ("addc", "subc")
+        set_out = "cc" in ins.mods
+        mask = (1 << width) - 1
+
+        def carry(w, m):
+            xs = iops.as_unsigned(np.broadcast_to(ra(w), (WARP,))).tolist()
+            ys = iops.as_unsigned(np.broadcast_to(rb(w), (WARP,))).tolist()
+            cs = w.cc.tolist() if use_in else [0] * WARP
+            full = [x + y + c if sign > 0 else x - y - c for x, y, c in zip(xs, ys, cs, strict=True)]
+            res = np.array([v & mask for v in full], dtype=iops.UNSIGNED_OF[width]).view(iops.DTYPES[t])
+            wr(w, res, m)
+            if set_out:
+                cout = np.array([(v >> width) & 1 if sign > 0 else int(v < 0) for v in full], dtype=np.uint64)
+                w.cc = cout if m is None else np.where(m, cout, w.cc)
+            return (_NEXT, 0)
+
+        return carry
+
+    _op_addc = _op_add
+    _op_subc = _op_sub
+
+    def _op_mul(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        rnd, ftz, sat = _fmods(ins)
+        if t == "f32":
+            return self._simple(ins, t, lambda a, b: fp32.mul(a, b, rnd, ftz, sat), 2)
+        if t == "f64":
+            return self._simple(ins, t, fp32.mul64, 2)
+        if "wide" in ins.mods:
+            wide = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
+            return self._simple(ins, t, iops.mulwide, 2, dtype_out=wide)
+        if "hi" in ins.mods:
+            return self._simple(ins, t, iops.mulhi, 2)
+        return self._simple(ins, t, lambda a, b: a * b, 2)
+
+    def _op_mul24(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+
+        def f(a, b):
+            s = 8
+            a24 = (a.astype(np.int64) << s) >> s if t == "s32" else a.astype(np.int64) & 0xFFFFFF
+            b24 = (np.asarray(b).astype(np.int64) << s) >> s if t == "s32" else np.asarray(b).astype(np.int64) & 0xFFFFFF
+            p = a24 * b24
+            r = (p >> 16) if "hi" in ins.mods else p
+            return (r & 0xFFFFFFFF).astype(np.uint32).view(iops.DTYPES[t])
+
+        return self._simple(ins, t, f, 2)
+
+    def _op_mad(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        rnd, ftz, sat = _fmods(ins)
+        if t == "f32":
+            return self._simple(ins, t, lambda a, b, c: fp32.fma(a, b, c, rnd, ftz, sat), 3)
+        if t == "f64":
+            return self._simple(ins, t, fp32.fma64, 3)
+        d, a, b, c = ins.operands
+        if "wide" in ins.mods:
+            wide = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
+            ra, rb = self._reader(a, t, ins), self._reader(b, t, ins)
+            rc = self._reader(c, wide, ins)
+            wr = self._writer(d, wide, ins)
+
+            def madw(w, m):
+                wr(w, iops.mulwide(np.asarray(ra(w)), np.asarray(rb(w))) + rc(w), m)
+                return (_NEXT, 0)
+
+            return madw
+        hi = "hi" in ins.mods
+        if hi and sat:  # mad.hi.sat.s32
+            def f(a, b, c):
+                r = iops.mulhi(a, b).astype(np.int64) + np.asarray(c).astype(np.int64)
+                return np.clip(r, -(2**31), 2**31 - 1).astype(np.int32)
+
+            return self._simple(ins, t, f, 3)
+        if hi:
+            return self._simple(ins, t, lambda a, b, c: iops.mulhi(a, np.asarray(b, dtype=a.dtype)) + c, 3)
+        return self._simple(ins, t, lambda a, b, c: a * b + c, 3)
+
+    _op_mad24 = _op_mad
+
+    def _op_fma(self, ins: Instr, pc: int):
+        return self._op_mad(ins, pc)
+
+    def _op_div(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        rnd, ftz, sat = _fmods(ins)
+        if t == "f32":
+            if "approx" in ins.mods:
+                return self._simple(ins, t, lambda a, b: fp32.div_approx(a, b, ftz), 2)
+            if "full" in ins.mods:
+                return self._simple(ins, t, lambda a, b: fp32.div_full(a, b, ftz), 2)
+            return self._simple(ins, t, lambda a, b: fp32.div(a, b, rnd or "rn", ftz), 2)
+        if t == "f64":
+            return self._simple(ins, t, fp32.div64, 2)
+        return self._intdiv(ins, t, quotient=True)
+
+    def _op_rem(self, ins: Instr, pc: int):
+        return self._intdiv(ins, _type_of(ins), quotient=False)
+
+    def _intdiv(self, ins: Instr, t: str, quotient: bool):
+        d, a, b = ins.operands
+        ra, rb = self._reader(a, t, ins), self._reader(b, t, ins)
+        wr = self._writer(d, t, ins)
+
+        def div(w, m):
+            x = np.asarray(ra(w))
+            y = np.broadcast_to(rb(w), (WARP,))
+            act = (w.live & ~w.waiting) if m is None else m
+            bad = act & (y == 0)
+            if bad.any():
+                lane = int(np.argmax(bad))
+                raise self._fault(w, lane, ins, f"integer division by zero ({ins.op}.{t})")
+            ys = np.where(y == 0, y.dtype.type(1), y)
+            q, r = iops.div_trunc(x, ys)
+            wr(w, q if quotient else r, m)
+            return (_NEXT, 0)
+
+        return div
+
+    def _op_abs(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        _, ftz, _ = _fmods(ins)
+        if t == "f32":
+            return self._simple(ins, t, lambda a: fp32.abs(a, ftz), 1)
+        if t == "f64":
+            return self._simple(ins, t, fp32.abs64, 1)
+        return self._simple(ins, t, lambda a: np.where(a < 0, -a, a), 1)
+
+    def _op_neg(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        _, ftz, _ = _fmods(ins)
+        if t == "f32":
+            return self._simple(ins, t, lambda a: fp32.neg(a, ftz), 1)
+        if t == "f64":
+            return self._simple(ins, t, fp32.neg64, 1)
+        return self._simple(ins, t, lambda a: -a, 1)
+
+    def _minmax(self, ins: Instr, is_min: bool):
+        t = _type_of(ins)
+        _, ftz, _ = _fmods(ins)
+        if t == "f32":
+            f = fp32.min if is_min else fp32.max
+            return self._simple(ins, t, lambda a, b: f(a, b, ftz), 2)
+        if t == "f64":
+            return self._simple(ins, t, fp32.min64 if is_min else fp32.max64, 2)
+        return self._simple(ins, t, np.minimum if is_min else np.maximum, 2)
+
+    def _op_min(self, ins: Instr, pc: int):
+        return self._minmax(ins, True)
+
+    def _op_max(self, ins: Instr, pc: int):
+        return self._minmax(ins, False)
+
+    def _op_copysign(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        if t == "f64":
+            sign = np.uint64(1 << 63)
+            return self._simple(ins, t, lambda a, b: (b & ~sign) | (a & sign), 2)
+        return self._simple(ins, t, fp32.copysign, 2)
+
+    def _fp_unary(self, ins: Instr, name: str):
+        t = _type_of(ins)
+        rnd, ftz, _ = _fmods(ins)
+        approx = "approx" in ins.mods
+        if t == "f64":
+            if name == "sqrt":
+                return self._simple(ins, t, fp32.sqrt64, 1)
+            if name == "rcp" and not approx:
+                one = np.uint64(0x3FF0000000000000)
+                return self._simple(ins, t, lambda a: fp32.div64(np.full(WARP, one), a), 1)
+            raise self._fail(ins, f"unsupported f64 instruction `{ins.form}`")
+        if approx or name in APPROX_OPS:
+            f = getattr(fp32, f"{name}_approx")
+            if name == "tanh":
+                return self._simple(ins, t, lambda a: f(a), 1)
+            return self._simple(ins, t, lambda a: f(a, ftz), 1)
+        f = getattr(fp32, name)
+        return self._simple(ins, t, lambda a: f(a, rnd or "rn", ftz), 1)
+
+    def _op_sqrt(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "sqrt")
+
+    def _op_rcp(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "rcp")
+
+    def _op_rsqrt(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "rsqrt")
+
+    def _op_ex2(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "ex2")
+
+    def _op_lg2(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "lg2")
+
+    def _op_sin(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "sin")
+
+    def _op_cos(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "cos")
+
+    def _op_tanh(self, ins: Instr, pc: int):
+        return self._fp_unary(ins, "tanh")
+
+    def _op_testp(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        kind = ins.mods[0]
+        if t != "f32":
+            raise self._fail(ins, "testp supports .f32 only")
+        return self._simple(ins, t, lambda a: fp32.testp(kind, a), 1, dtype_out="pred")
+
+    # ---- bit operations
+    def _op_and(self, ins: Instr, pc: int):
+        return self._simple(ins, _type_of(ins), lambda a, b: a & b, 2)
+
+    def _op_or(self, ins: Instr, pc: int):
+        return self._simple(ins, _type_of(ins), lambda a, b: a | b, 2)
+
+    def _op_xor(self, ins: Instr, pc: int):
+        return self._simple(ins, _type_of(ins), lambda a, b: a ^ b, 2)
+
+    def _op_not(self, ins: Instr, pc: int):
+        return self._simple(ins, _type_of(ins), lambda a: ~a, 1)
+
+    def _op_cnot(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        return self._simple(ins, t, lambda a: (a == 0).astype(iops.DTYPES[t]), 1)
+
+    def _op_lop3(self, ins: Instr, pc: int):
+        d, a, b, c, lut = ins.operands
+        if not isinstance(lut, Imm):
+            raise self._fail(ins, "lop3 needs an immediate truth table")
+        ra, rb, rc = (self._reader(x, "b32", ins) for x in (a, b, c))
+        wr = self._writer(d, "b32", ins)
+        table = lut.value & 0xFF
+
+        def f(w, m):
+            wr(w, iops.lop3(ra(w), rb(w), rc(w), table), m)
+            return (_NEXT, 0)
+
+        return f
+
+    def _shift_op(self, ins: Instr, left: bool):
+        t = _type_of(ins)
+        d, a, b = ins.operands
+        ra = self._reader(a, t, ins)
+        rb = self._reader(b, "u32", ins)
+        wr = self._writer(d, t, ins)
+        width = TYPE_SIZES[t] * 8
+        f = iops.shl if left else iops.shr
+
+        def sh(w, m):
+            x = ra(w)
+            if np.ndim(x) == 0:
+                x = np.full(WARP, x)
+            wr(w, f(x, rb(w), width), m)
+            return (_NEXT, 0)
+
+        return sh
+
+    def _op_shl(self, ins: Instr, pc: int):
+        return self._shift_op(ins, True)
+
+    def _op_shr(self, ins: Instr, pc: int):
+        return self._shift_op(ins, False)
+
+    def _op_shf(self, ins: Instr, pc: int):
+        left = "l" in ins.mods
+        wrap = "wrap" in ins.mods
+        d, a, b, c = ins.operands
+        ra, rb, rc = self._reader(a, "b32", ins), self._reader(b, "b32", ins), self._reader(c, "u32", ins)
+        wr = self._writer(d, "b32", ins)
+
+        def f(w, m):
+            wr(w, iops.shf(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), left, wrap), m)
+            return (_NEXT, 0)
+
+        return f
+
+    def _op_popc(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        return self._simple(ins, t, lambda a: iops.popc(np.broadcast_to(a, (WARP,))), 1, dtype_out="u32")
+
+    def _op_clz(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        return self._simple(ins, t, lambda a: iops.clz(np.broadcast_to(a, (WARP,))), 1, dtype_out="u32")
+
+    def _op_brev(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        return self._simple(ins, t, lambda a: iops.brev(np.broadcast_to(a, (WARP,))), 1)
+
+    def _op_bfind(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        sa = "shiftamt" in ins.mods
+        return self._simple(ins, t, lambda a: iops.bfind(np.broadcast_to(a, (WARP,)), sa), 1, dtype_out="u32")
+
+    def _op_bfe(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        d, a, b, c = ins.operands
+        ra = self._reader(a, t, ins)
+        rb, rc = self._reader(b, "u32", ins), self._reader(c, "u32", ins)
+        wr = self._writer(d, t, ins)
+
+        def f(w, m):
+            wr(w, iops.bfe(np.broadcast_to(ra(w), (WARP,)), rb(w), rc(w)), m)
+            return (_NEXT, 0)
+
+        return f
+
+    def _op_bfi(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        d, a, b, c, e = ins.operands
+        ra, rb = self._reader(a, t, ins), self._reader(b, t, ins)
+        rc, re_ = self._reader(c, "u32", ins), self._reader(e, "u32", ins)
+        wr = self._writer(d, t, ins)
+
+        def f(w, m):
+            wr(w, iops.bfi(ra(w), np.broadcast_to(rb(w), (WARP,)), rc(w), re_(w)), m)
+            return (_NEXT, 0)
+
+        return f
+
+    def _op_prmt(self, ins: Instr, pc: int):
+        mode = next((x for x in ins.mods if x in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
+        d, a, b, c = ins.operands
+        ra, rb, rc = (self._reader(x, "b32", ins) for x in (a, b, c))
+        wr = self._writer(d, "b32", ins)
+
+        def f(w, m):
+            wr(w, iops.prmt(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), mode), m)
+            return (_NEXT, 0)
+
+        return f
+
+    # ---- comparisons and selects
+    def _op_setp(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        cmp = ins.mods[0]
+        boolop = next((x for x in ins.mods[1:] if x in ("and", "or", "xor")), None)
+        _, ftz, _ = _fmods(ins)
+        d = ins.operands[0]
+        a, b = ins.operands[1], ins.operands[2]
+        c = ins.operands[3] if len(ins.operands) > 3 else None
+        ra, rb = self._reader(a, t, ins), self._reader(b, t, ins)
+        rc = self._reader(c, "pred", ins) if c is not None else None
+        if isinstance(d, Pair):
+            wp, wq = self._writer(d.first, "pred", ins), self._writer(d.second, "pred", ins)
+        else:
+            wp, wq = self._writer(d, "pred", ins), None
+        if t == "f32":
+            def cmpf(x, y):
+                return fp32.setp(cmp, x, y, ftz)
+        elif t == "f64":
+            def cmpf(x, y):
+                return fp32.setp64(cmp, x, y)
+        else:
+            cmpf = _int_compare(cmp, t, ins, self)
+
+        def setp(w, m):
+            r = np.broadcast_to(cmpf(ra(w), rb(w)), (WARP,))
+            q = ~r
+            if rc is not None:
+                cv = rc(w)
+                r = _boolop(boolop, r, cv)
+                q = _boolop(boolop, q, cv)
+            wp(w, r, m)
+            if wq is not None:
+                wq(w, q, m)
+            return (_NEXT, 0)
+
+        return setp
+
+    def _op_set(self, ins: Instr, pc: int):
+        # set.CmpOp.dtype.stype d, a, b: d = all-ones (or 1.0f) when true
+        cmp = ins.mods[0]
+        types = [m for m in ins.mods if m in TYPES]
+        dt, st = types[0], types[-1]
+        d, a, b = ins.operands[:3]
+        ra, rb = self._reader(a, st, ins), self._reader(b, st, ins)
+        wr = self._writer(d, dt, ins)
+        if st == "f32":
+            def cmpf(x, y):
+                return fp32.setp(cmp, x, y, False)
+        else:
+            cmpf = _int_compare(cmp, st, ins, self)
+        true = np.uint32(0x3F800000) if dt == "f32" else np.uint32(0xFFFFFFFF)
+
+        def f(w, m):
+            r = np.broadcast_to(cmpf(ra(w), rb(w)), (WARP,))
+            wr(w, np.where(r, true, np.uint32(0)).view(iops.DTYPES[dt]), m)
+            return (_NEXT, 0)
+
+        return f
+
+    def _op_selp(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        d, a, b, c = ins.operands
+        ra, rb, rc = self._reader(a, t, ins), self._reader(b, t, ins), self._reader(c, "pred", ins)
+        wr = self._writer(d, t, ins)
+
+        def selp(w, m):
+            wr(w, np.where(rc(w), ra(w), rb(w)).astype(iops.DTYPES[t]), m)
+            return (_NEXT, 0)
+
+        return selp
+
+    def _op_slct(self, ins: Instr, pc: int):
+        types = [m for m in ins.mods if m in TYPES]
+        dt, ct = types[0], types[-1]
+        d, a, b, c = ins.operands
+        ra, rb, rc = self._reader(a, dt, ins), self._reader(b, dt, ins), self._reader(c, ct, ins)
+        wr = self._writer(d, dt, ins)
+        ftz = "ftz" in ins.mods
+
+        def slct(w, m):
+            cv = rc(w)
+            if ct == "f32":
+                cond = fp32.setp("ge", cv, np.zeros(WARP, dtype=np.uint32), ftz)
+            else:
+                cond = np.asarray(cv) >= 0
+            wr(w, np.where(cond, ra(w), rb(w)).astype(iops.DTYPES[dt]), m)
+            return (_NEXT, 0)
+
+        return slct
+
+    # ---- conversions
+    def _op_cvt(self, ins: Instr, pc: int):
+        types = [m for m in ins.mods if m in TYPES]
+        if len(types) != 2:
+            raise self._fail(ins, "cvt needs a destination and a source type")
+        dt, st = types
+        rnd = next((m for m in ins.mods if m in ROUNDING | INT_ROUNDING), None)
+        ftz = "ftz" in ins.mods
+        sat = "sat" in ins.mods
+        d, a = ins.operands
+        ra = self._reader(a, st, ins)
+        wr = self._writer(d, dt, ins)
+        f = _cvt_function(dt, st, rnd, ftz, sat, ins, self)
+
+        def cvt(w, m):
+            wr(w, f(np.broadcast_to(ra(w), (WARP,))), m)
+            return (_NEXT, 0)
+
+        return cvt
+
+    def _op_cvta(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        to = "to" in ins.mods
+        space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+        window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+        d, a = ins.operands
+        ra = self._reader(a, t, ins)
+        wr = self._writer(d, t, ins)
+        td = iops.DTYPES[t]
+        win = np.uint64(window)
+
+        def cvta(w, m):
+            v = np.asarray(ra(w)).astype(np.uint64)
+            v = v - win if to else v + win
+            wr(w, v.astype(td), m)
+            return (_NEXT, 0)
+
+        if window == 0:
+            def cvta_id(w, m):
+                wr(w, ra(w), m)
+                return (_NEXT, 0)
+
+            return cvta_id
+        return cvta
+
+    # ---- memory
+    def _address(self, op: Addr, ins: Instr):
+        """A function w -> uint64 addresses (space-relative) of an Addr operand."""
+        off = np.uint64(op.offset & 0xFFFFFFFFFFFFFFFF)
+        if op.base is None:
+            return lambda w: np.full(WARP, off, dtype=np.uint64)
+        if isinstance(op.base, Sym):
+            base = np.uint64(self._symbol_address(op.base.name, ins))
+            const = np.full(WARP, base + off, dtype=np.uint64)
+            return lambda w: const
+        i = self.reg_index.get(op.base.name)
+        if i is None:
+            raise self._fail(ins, f"undeclared register {op.base.name}")
+        if self.reg_dtypes[i] is np.uint64:
+            if op.offset == 0:
+                return lambda w: w.R[i]
+            return lambda w: w.R[i] + off
+        return lambda w: w.R[i].astype(np.uint64) + off
+
+    def _space_of(self, ins: Instr, op: Addr) -> str:
+        for m in ins.mods:
+            if m in ("global", "shared", "local", "const", "param"):
+                if m == "param" and isinstance(op.base, Sym) and op.base.name in self.local_off:
+                    return "callparam"
+                return m
+        return "generic"
+
+    def _resolve(self, w: Warp, addr: np.ndarray, lanes: np.ndarray, size: int, space: str, ins: Instr,
+                 store: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Map addresses of active lanes to (memory array, byte index); raise on a bad access."""
+        a = addr[lanes]
+        if space == "generic":
+            # decide per access from the window; all lanes of one access must agree on the space
+            first = int(a[0]) if len(a) else GLOBAL_BASE
+            if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
+                space, a = "shared", a - np.uint64(SHARED_WINDOW)
+            elif LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
+                space, a = "local", a - np.uint64(LOCAL_WINDOW)
+            else:
+                space = "global"
+        if space in ("global", "const"):
+            ok = self.gmem.check(a, size)
+            mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
+            if store and ok.all():
+                for b in self.gmem.buffers:
+                    if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
+                        lane = int(np.nonzero(lanes)[0][0])
+                        raise self._fault(w, lane, ins, f"store to read-only memory '{b.name}'")
+        elif space == "shared":
+            ok = a + np.uint64(size) <= np.uint64(w.block.shared_size)
+            mem, idx = w.block.shared, a
+        elif space in ("local", "callparam"):
+            ok = a + np.uint64(size) <= np.uint64(self.local_size)
+            mem, idx = w.block.local, a + w.lbase[lanes]
+        elif space == "param":
+            if store:
+                raise self._fail(ins, "store to kernel parameter space")
+            ok = a + np.uint64(size) <= np.uint64(self.param_size)
+            mem, idx = self.param_mem, a
+        else:  # pragma: no cover
+            raise self._fail(ins, f"unsupported state space {space}")
+        if not ok.all():
+            k = int(np.argmin(ok))
+            lane = int(np.nonzero(lanes)[0][k])
+            bad = int(a[k])
+            what = "store" if store else "load"
+            if space in ("global", "const"):
+                where = f"address 0x{bad:x} ({self.gmem.describe(bad)})"
+            else:
+                limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
+                where = f"{space} offset {bad} (size {limit} bytes)"
+            raise self._fault(w, lane, ins, f"out-of-bounds {space} {what} of {size} bytes at {where}")
+        misaligned = (a % np.uint64(size)) != 0
+        if misaligned.any():
+            k = int(np.argmax(misaligned))
+            lane = int(np.nonzero(lanes)[0][k])
+            raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
+        return mem, idx
+
+    def _fault(self, w: Warp, lane: int, ins: Instr, msg: str) -> ExecutionError:
+        t = int(w.thread[lane])
+        bx, by, _ = self.blockdim
+        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        return ExecutionError(
+            f"{msg}\n  thread {tid} of block {w.block.ctaid} (warp {w.warp_id}, lane {lane})\n"
+            f"  instruction `{ins.text}` at {ins.where()}"
+        )
+
+    def _op_ld(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        d, a = ins.operands
+        if not isinstance(a, Addr):
+            raise self._fail(ins, "ld needs an address operand")
+        space = self._space_of(ins, a)
+        size = TYPE_SIZES[t]
+        dests = list(d.items) if isinstance(d, Vec) else [d]
+        writers = [self._writer(x, t, ins) for x in dests]
+        addr = self._address(a, ins)
+        dt = iops.DTYPES[t]
+        if t == "pred":
+            raise self._fail(ins, "ld of .pred")
+
+        def ld(w, m):
+            lanes = (w.live & ~w.waiting) if m is None else m
+            base = addr(w)
+            for k, wr in enumerate(writers):
+                ad = base + np.uint64(k * size) if k else base
+                mem, idx = self._resolve(w, ad, lanes, size, space, ins, False)
+                vals = np.zeros(WARP, dtype=dt)
+                vals[lanes] = mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)]
+                wr(w, vals, m)
+            return (_NEXT, 0)
+
+        return ld
+
+    _op_ldu = _op_ld
+
+    def _op_st(self, ins: Instr, pc: int):
+        t = _type_of(ins)
+        a, s = ins.operands
+        if not isinstance(a, Addr):
+            raise self._fail(ins, "st needs an address operand")
+        space = self._space_of(ins, a)
+        size = TYPE_SIZES[t]
+        srcs = list(s.items) if isinstance(s, Vec) else [s]
+        readers = [self._reader(x, t, ins) for x in srcs]
+        addr = self._address(a, ins)
+        dt = iops.DTYPES[t]
+
+        def st(w, m):
+            lanes = (w.live & ~w.waiting) if m is None else m
+            base = addr(w)
+            for k, rd in enumerate(readers):
+                ad = base + np.uint64(k * size) if k else base
+                mem, idx = self._resolve(w, ad, lanes, size, space, ins, True)
+                v = np.broadcast_to(rd(w), (WARP,)).astype(dt)
+                mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v[lanes]
+            return (_NEXT, 0)
+
+        return st
+
+    def _op_atom(self, ins: Instr, pc: int):
+        return self._atomic(ins, returns=True)
+
+    def _op_red(self, ins: Instr, pc: int):
+        return self._atomic(ins, returns=False)
+
+    def _atomic(self, ins: Instr, returns: bool):
+        t = _type_of(ins)
+        kind = next((m for m in ins.mods if m in ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or",
+                                                   "xor")), None)
+        if kind is None:
+            raise self._fail(ins, "unsupported atomic operation")
+        ops = list(ins.operands)
+        d = ops.pop(0) if returns else None
+        a = ops.pop(0)
+        if not isinstance(a, Addr):
+            raise self._fail(ins, "atomic needs an address operand")
+        space = self._space_of(ins, a)
+        size = TYPE_SIZES[t]
+        rb = self._reader(ops[0], t, ins)
+        rc = self._reader(ops[1], t, ins) if len(ops) > 1 else None
+        wr = self._writer(d, t, ins) if d is not None else None
+        addr = self._address(a, ins)
+        dt = iops.DTYPES[t]
+        f = _atomic_function(kind, t, ins, self)
+
+        def atom(w, m):
+            lanes = (w.live & ~w.waiting) if m is None else m
+            mem, idx = self._resolve(w, addr(w), lanes, size, space, ins, True)
+            view = mem.view(dt)
+            bv = np.broadcast_to(rb(w), (WARP,))[lanes]
+            cv = np.broadcast_to(rc(w), (WARP,))[lanes] if rc is not None else None
+            old = np.zeros(WARP, dtype=dt)
+            olds = []
+            for k, j in enumerate((idx // np.uint64(size)).astype(np.int64).tolist()):
+                o = view[j]
+                olds.append(o)
+                view[j] = f(o, bv[k], cv[k] if cv is not None else None)
+            old[lanes] = np.array(olds, dtype=dt)
+            if wr is not None:
+                wr(w, old, m)
+            return (_NEXT, 0)
+
+        return atom
+
+    # ---- warp-level operations
+    def _op_shfl(self, ins: Instr, pc: int):
+        mode = next((m for m in ins.mods if m in ("up", "down", "bfly", "idx")), None)
+        if mode is None:
+            raise self._fail(ins, "shfl needs a mode")
+        d, a, b, c = ins.operands[:4]
+        dp = None
+        if isinstance(d, Pair):
+            d, dp = d.first, d.second
+        ra, rb, rc = self._reader(a, "b32", ins), self._reader(b, "u32", ins), self._reader(c, "u32", ins)
+        wr = self._writer(d, "b32", ins)
+        wp = self._writer(dp, "pred", ins) if dp is not None else None
+        lane = LANES.astype(np.int64)
+
+        def shfl(w, m):
+            src = np.broadcast_to(ra(w), (WARP,))
+            bval = np.broadcast_to(rb(w), (WARP,)).astype(np.int64) & 31
+            cv = np.broadcast_to(rc(w), (WARP,)).astype(np.int64)
+            cval = cv & 31
+            segmask = (cv >> 8) & 31
+            max_lane = (lane & segmask) | (cval & ~segmask)
+            min_lane = lane & segmask
+            if mode == "up":
+                j = lane - bval
+                ok = j >= max_lane
+            elif mode == "down":
+                j = lane + bval
+                ok = j <= max_lane
+            elif mode == "bfly":
+                j = lane ^ bval
+                ok = j <= max_lane
+            else:
+                j = min_lane | (bval & ~segmask)
+                ok = j <= max_lane
+            j = np.where(ok, j, lane)
+            wr(w, src[j], m)
+            if wp is not None:
+                wp(w, ok, m)
+            return (_NEXT, 0)
+
+        return shfl
+
+    def _op_vote(self, ins: Instr, pc: int):
+        mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
+        d, a = ins.operands[:2]
+        ra = self._reader(a, "pred", ins)
+        wr = self._writer(d, "b32" if mode == "ballot" else "pred", ins)
+        weights = (np.uint64(1) << LANES.astype(np.uint64))
+
+        def vote(w, m):
+            act = (w.live & ~w.waiting) if m is None else m
+            p = np.broadcast_to(ra(w), (WARP,)) & act
+            if mode == "ballot":
+                v = np.uint32(int((weights * p).sum()))
+                wr(w, np.full(WARP, v, dtype=np.uint32), m)
+            elif mode == "all":
+                wr(w, np.full(WARP, bool(p[act].all())), m)
+            elif mode == "any":
+                wr(w, np.full(WARP, bool(p.any())), m)
+            else:
+                pv = p[act]
+                wr(w, np.full(WARP, bool(pv.all() or not pv.any())), m)
+            return (_NEXT, 0)
+
+        return vote
+
+    def _op_activemask(self, ins: Instr, pc: int):
+        wr = self._writer(ins.operands[0], "b32", ins)
+        weights = (np.uint64(1) << LANES.astype(np.uint64))
+
+        def am(w, m):
+            act = (w.live & ~w.waiting) if m is None else m
+            wr(w, np.full(WARP, np.uint32(int((weights * act).sum())), dtype=np.uint32), m)
+            return (_NEXT, 0)
+
+        return am
+
+
+# ---------------------------------------------------------------------- helpers
+def _find_kernel(module: Module, name: str) -> Function:
+    kernels = module.kernels
+    if name in kernels:
+        return kernels[name]
+    matches = [k for k in kernels.values() if k.plain_name == name]
+    if len(matches) == 1:
+        return matches[0]
+    avail = ", ".join(sorted(k.plain_name for k in kernels.values())) or "none"
+    if len(matches) > 1:
+        raise PTXError(f"kernel name {name!r} is ambiguous (overloads): {[k.name for k in matches]}")
+    raise PTXError(f"no kernel named {name!r} in the PTX (kernels: {avail})")
+
+
+def _storage_dtype(t: str) -> type:
+    if t == "pred":
+        return np.bool_
+    return iops.UNSIGNED_OF[TYPE_SIZES[t] * 8]
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a if a > 1 else x
+
+
+def _fmods(ins: Instr) -> tuple[str | None, bool, bool]:
+    rnd = next((m for m in ins.mods if m in ROUNDING), None)
+    return rnd or "rn", "ftz" in ins.mods, "sat" in ins.mods
+
+
+def _imm_value(op: Imm, t: str):
+    td = iops.DTYPES[t]
+    if t == "pred":
+        return np.bool_(op.value != 0)
+    if op.kind == "int":
+        if t == "f32":
+            return fp32.f32_from_int(np.array([op.value], dtype=np.int64), "s64", "rn")[0]
+        if t == "f64":
+            return fp32.f64_from_int(np.array([op.value], dtype=np.int64), "s64", "rn")[0]
+        width = TYPE_SIZES[t] * 8
+        return np.array(op.value & ((1 << width) - 1), dtype=iops.UNSIGNED_OF[width]).view(td)[()]
+    if op.kind == "f32":
+        if t == "f64":
+            return fp32.f64_from_f32(np.array([op.value], dtype=np.uint32))[0]
+        return np.array(op.value & 0xFFFFFFFF, dtype=np.uint32).view(td)[()] if TYPE_SIZES[t] == 4 else \
+            np.array(op.value, dtype=np.uint64).astype(td)[()]
+    # f64 literal
+    if t == "f32":
+        return fp32.f32_from_f64(np.array([op.value], dtype=np.uint64), "rn")[0]
+    return np.array(op.value, dtype=np.uint64).view(td)[()] if TYPE_SIZES[t] == 8 else \
+        np.array(op.value, dtype=np.uint64).astype(td)[()]
+
+
+def _int_compare(cmp: str, t: str, ins: Instr, interp: Interpreter):
+    unsigned = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+    if cmp in unsigned:
+        base = unsigned[cmp]
+
+        def uf(x, y):
+            return _cmp(base, iops.as_unsigned(np.asarray(x)), iops.as_unsigned(np.asarray(y, dtype=np.asarray(x).dtype)))
+
+        return uf
+    if cmp not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        raise interp._fail(ins, f"unsupported integer comparison .{cmp}")
+    return lambda x, y: _cmp(cmp, x, y)
+
+
+def _cmp(cmp: str, x, y):
+    if cmp == "eq":
+        return x == y
+    if cmp == "ne":
+        return x != y
+    if cmp == "lt":
+        return x < y
+    if cmp == "le":
+        return x <= y
+    if cmp == "gt":
+        return x > y
+    return x >= y
+
+
+def _boolop(op: str | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if op == "and":
+        return a & b
+    if op == "or":
+        return a | b
+    if op == "xor":
+        return a ^ b
+    return a
+
+
+def _cvt_function(dt: str, st: str, rnd: str | None, ftz: bool, sat: bool, ins: Instr, interp: Interpreter):
+    fl = {"f32", "f64"}
+    ints = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64"}
+    norm = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}
+    if dt in ("f16", "bf16") or st in ("f16", "bf16"):
+        raise interp._fail(ins, f"unsupported conversion cvt .{dt}.{st} (half precision)")
+    if dt == "f32" and st == "f32":
+        if rnd in INT_ROUNDING:
+            return lambda a: fp32.round_f32(a, rnd, ftz)
+        if sat:
+            return lambda a: fp32.sat_f32(a, ftz)
+        if ftz:
+            return _flush_subnormal
+        return lambda a: a
+    if dt == "f64" and st == "f64":
+        return lambda a: a
+    if dt == "f32" and st == "f64":
+        return lambda a: _maybe_sat(fp32.f32_from_f64(a, rnd or "rn", ftz), sat)
+    if dt == "f64" and st == "f32":
+        return lambda a: fp32.f64_from_f32(a, ftz)
+    if dt in fl and st in ints:
+        sname = norm.get(st, st)
+        if dt == "f32":
+            return lambda a: _maybe_sat(fp32.f32_from_int(a, sname, rnd or "rn"), sat)
+        return lambda a: fp32.f64_from_int(a, sname, rnd or "rn")
+    if dt in ints and st in fl:
+        dname = norm.get(dt, dt)
+        r = rnd if rnd in INT_ROUNDING else "rzi"
+        if st == "f32":
+            if ftz:
+                return lambda a: fp32.int_from_f32(_flush_subnormal(a), dname, r).astype(iops.DTYPES[dt])
+            return lambda a: fp32.int_from_f32(a, dname, r).astype(iops.DTYPES[dt])
+        return lambda a: fp32.int_from_f64(a, dname, r).astype(iops.DTYPES[dt])
+    if dt in ints and st in ints:
+        tdt = iops.DTYPES[dt]
+        if sat:
+            dn, sn = norm.get(dt, dt), norm.get(st, st)
+            lo, hi = _int_range(dn)
+
+            def satc(a):
+                v = a.astype(np.int64) if sn != "u64" else a
+                if sn == "u64":
+                    v = np.minimum(a, np.uint64(hi)).astype(np.int64) if hi < 2**63 else a
+                    return np.asarray(v).astype(tdt)
+                return np.clip(v, lo, min(hi, 2**63 - 1)).astype(tdt)
+
+            return satc
+        return lambda a: a.astype(tdt)
+    raise interp._fail(ins, f"unsupported conversion cvt.{dt}.{st}")
+
+
+def _flush_subnormal(a: np.ndarray) -> np.ndarray:
+    """Subnormal float32 bit patterns become zero of the same sign (``.ftz``)."""
+    sub = ((a & np.uint32(0x7F800000)) == 0) & ((a & np.uint32(0x007FFFFF)) != 0)
+    return np.where(sub, a & np.uint32(0x80000000), a).astype(np.uint32)
+
+
+def _maybe_sat(x: np.ndarray, sat: bool) -> np.ndarray:
+    return fp32.sat_f32(x) if sat else x
+
+
+def _int_range(t: str) -> tuple[int, int]:
+    bits = TYPE_SIZES[t] * 8
+    if t.startswith("s"):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def _atomic_function(kind: str, t: str, ins: Instr, interp: Interpreter):
+    dt = iops.DTYPES[t]
+    if t == "f32":
+        if kind == "add":
+            def addf(o, b, c):
+                return fp32.add(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), "rn", True)[0]
+
+            return addf
+        if kind in ("min", "max"):
+            f = fp32.min if kind == "min" else fp32.max
+
+            def mm(o, b, c):
+                return f(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), False)[0]
+
+            return mm
+        if kind == "exch":
+            return lambda o, b, c: b
+        if kind == "cas":
+            return lambda o, b, c: c if o == b else o
+        raise interp._fail(ins, f"unsupported atomic .{kind}.f32")
+    if t == "f64":
+        if kind == "add":
+            return lambda o, b, c: fp32.add64(np.array([o], dtype=np.uint64), np.array([b], dtype=np.uint64))[0]
+        if kind == "exch":
+            return lambda o, b, c: b
+        if kind == "cas":
+            return lambda o, b, c: c if o == b else o
+        raise interp._fail(ins, f"unsupported atomic .{kind}.f64")
+    if kind == "add":
+        return lambda o, b, c: dt(o + b)
+    if kind == "min":
+        return lambda o, b, c: min(o, b)
+    if kind == "max":
+        return lambda o, b, c: max(o, b)
+    if kind == "inc":
+        return lambda o, b, c: dt(0) if o >= b else dt(o + dt(1))
+    if kind == "dec":
+        return lambda o, b, c: b if (o == 0 or o > b) else dt(o - dt(1))
+    if kind == "cas":
+        return lambda o, b, c: c if o == b else o
+    if kind == "exch":
+        return lambda o, b, c: b
+    if kind == "and":
+        return lambda o, b, c: o & b
+    if kind == "or":
+        return lambda o, b, c: o | b
+    if kind == "xor":
+        return lambda o, b, c: o ^ b
+    raise interp._fail(ins, f"unsupported atomic .{kind}")
+
+
+SUPPORTED_OPS = {
+    name[4:] for name in dir(Interpreter) if name.startswith("_op_")
+}
+
+
+def _check_supported(ins: Instr) -> None:
+    if ins.op == "call":
+        return
+    if ins.op not in SUPPORTED_OPS:
+        raise PTXError(f"{ins.where()}: unsupported PTX instruction `{ins.form}`: `{ins.text}`")

@@ -1,0 +1,89 @@
+"""Memory spaces of a launch: global (one arena of buffers), shared (per block), local (per thread).
+
+Addresses follow the hardware model: a global pointer is a 64-bit generic address; ``.shared``
+and ``.local`` addresses are offsets in their own space, and ``cvta`` maps them into windows of
+the generic space. Buffers are separated by guard gaps so that an access past the end of one
+buffer is caught instead of landing in its neighbour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+GLOBAL_BASE = 0x7F_0000_0000  # where the global arena starts in the generic address space
+SHARED_WINDOW = 0x10_0000_0000  # generic address of shared offset 0
+LOCAL_WINDOW = 0x20_0000_0000  # generic address of local offset 0
+WINDOW_SIZE = 0x1_0000_0000
+GUARD = 256  # bytes between buffers
+
+
+@dataclass
+class Buffer:
+    """One named allocation in global memory."""
+
+    name: str
+    start: int  # generic address
+    size: int  # bytes
+    readonly: bool = False
+
+
+class GlobalMemory:
+    """All global allocations of a launch in one byte arena (aligned, with guard gaps)."""
+
+    def __init__(self) -> None:
+        self.buffers: list[Buffer] = []
+        self._chunks: list[tuple[int, bytes]] = []
+        self._top = GUARD
+        self.arena = np.zeros(0, dtype=np.uint8)
+        self._starts = np.zeros(0, dtype=np.uint64)
+        self._ends = np.zeros(0, dtype=np.uint64)
+
+    def alloc(self, name: str, data: bytes, *, size: int | None = None, readonly: bool = False) -> int:
+        """Reserve a buffer holding ``data`` (zero-padded to ``size``); returns its address."""
+        size = len(data) if size is None else size
+        off = (self._top + 255) // 256 * 256
+        self._top = off + size + GUARD
+        self._chunks.append((off, bytes(data)))
+        self.buffers.append(Buffer(name, GLOBAL_BASE + off, size, readonly))
+        return GLOBAL_BASE + off
+
+    def finalize(self) -> None:
+        """Materialize the arena after every allocation is made."""
+        total = (self._top + 7) // 8 * 8
+        self.arena = np.zeros(total, dtype=np.uint8)
+        for off, data in self._chunks:
+            self.arena[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        order = sorted(range(len(self.buffers)), key=lambda i: self.buffers[i].start)
+        self.buffers = [self.buffers[i] for i in order]
+        self._starts = np.array([b.start for b in self.buffers], dtype=np.uint64)
+        self._ends = np.array([b.start + b.size for b in self.buffers], dtype=np.uint64)
+
+    def check(self, addr: np.ndarray, size: int) -> np.ndarray:
+        """Boolean mask of addresses whose ``size`` bytes lie inside one buffer."""
+        if len(self._starts) == 0:
+            return np.zeros(addr.shape, dtype=bool)
+        idx = np.searchsorted(self._starts, addr, side="right").astype(np.int64) - 1
+        ok = idx >= 0
+        idx = np.maximum(idx, 0)
+        return ok & (addr + np.uint64(size) <= self._ends[idx])
+
+    def read(self, name: str) -> bytes:
+        for b in self.buffers:
+            if b.name == name:
+                off = b.start - GLOBAL_BASE
+                return self.arena[off : off + b.size].tobytes()
+        raise KeyError(name)
+
+    def describe(self, addr: int) -> str:
+        """Say where an address falls relative to the buffers (for error messages)."""
+        best = None
+        for b in self.buffers:
+            if b.start <= addr < b.start + b.size:
+                return f"inside {b.name}"
+            dist = addr - (b.start + b.size) if addr >= b.start + b.size else b.start - addr
+            if best is None or dist < best[0]:
+                where = "past the end of" if addr >= b.start + b.size else "before"
+                best = (dist, f"{dist} bytes {where} buffer '{b.name}' ({b.size} bytes)")
+        return best[1] if best else "no buffers allocated"
