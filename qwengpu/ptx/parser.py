@@ -495,6 +495,9 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
         raise PTXError(f"{source_name}: unexpected end of PTX inside function {cur.name}")
     for fn in functions.values():
         _resolve_labels(fn, source_name)
+        for ins in fn.body:  # .file comes last in NVRTC output: name the files now
+            if ins.loc is not None and ins.loc.file.isdigit() and int(ins.loc.file) in files:
+                ins.loc = SourceLoc(files[int(ins.loc.file)], ins.loc.line, ins.loc.col)
     return Module(version, target, address_size, functions, globals_, files)
 
 

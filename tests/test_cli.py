@@ -1,0 +1,100 @@
+"""The `qwengpu` command: output formats, exit codes, and bad input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOT_SPEC = {"kernel": "dot", "grid": 1, "block": [4, 1, 1],
+            "args": [{"name": "a", "type": "f32*", "data": [1, 2, 3]},
+                     {"name": "n", "type": "i32", "value": 3},
+                     {"name": "out", "type": "f32*", "data": [0]}],
+            "outputs": ["out"], "expected": {"out": [32]}}
+DOT_SRC = ('extern "C" __global__ void dot(const float* a, int n, float* out) {\n'
+           '  int i = threadIdx.x;\n  if (i < n) atomicAdd(out, a[i] * (float)(n + 1 + i));\n}\n')
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture
+def dot(tmp_path: Path) -> Path:
+    (tmp_path / "dot.cu").write_text(DOT_SRC)
+    (tmp_path / "dot.json").write_text(json.dumps(DOT_SPEC))
+    return tmp_path / "dot.cu"
+
+
+def test_run_json_format(dot: Path):
+    p = cli("run", str(dot), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["kernel"] == "dot" and out["engine"] == "interp"
+    assert out["outputs"] == {"out": [32.0]}
+    assert isinstance(out["stats"]["warp_instructions"], int) and out["stats"]["warp_instructions"] > 0
+    assert out["check"]["passed"] is True
+
+
+def test_run_human_and_trace(dot: Path):
+    p = cli("run", str(dot), "--trace")
+    assert p.returncode == 0 and "out = [32.0]" in p.stdout and "check: PASS" in p.stdout
+    assert "atom.global.add.f32" in p.stderr and "mask=0000000f" in p.stderr
+
+
+def test_check_dir_pass_and_fail(dot: Path, tmp_path: Path):
+    p = cli("check", str(tmp_path), "--engine", "interp")
+    assert p.returncode == 0 and "1 passed, 0 failed" in p.stdout
+    bad = dict(DOT_SPEC, expected={"out": [31]})
+    (tmp_path / "dot.json").write_text(json.dumps(bad))
+    p = cli("check", str(tmp_path))
+    assert p.returncode == 1 and "FAIL" in p.stdout and "out[0]: got 32.0" in p.stdout
+    p = cli("check", str(tmp_path), "--json")
+    assert json.loads(p.stdout)["failed"] == 1
+
+
+def _no_traceback(p: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in p.stderr and p.stderr.startswith("error: ")
+
+
+def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
+    (tmp_path / "bad.cu").write_text('extern "C" __global__ void bad(int* p) {\n  p[0] = nope;\n}\n')
+    (tmp_path / "bad.json").write_text(json.dumps({"kernel": "bad", "grid": 1, "block": 1,
+                                                   "args": [{"name": "p", "type": "i32*", "size": 1}]}))
+    p = cli("run", str(tmp_path / "bad.cu"))
+    assert p.returncode == 2 and "bad.cu(2): error" in p.stderr
+    _no_traceback(p)
+    (tmp_path / "broken.json").write_text("{not json")
+    p = cli("run", str(dot), "--launch", str(tmp_path / "broken.json"))
+    assert p.returncode == 4 and "invalid JSON at line 1" in p.stderr
+    _no_traceback(p)
+    p = cli("run", str(tmp_path / "missing.cu"))
+    assert p.returncode != 0
+    _no_traceback(p)
+    p = cli("run", str(dot), "--engine", "machine")
+    assert p.returncode != 0 and "not available yet" in p.stderr
+    _no_traceback(p)
+    (tmp_path / "spin.cu").write_text('extern "C" __global__ void spin(volatile int* p) { while (!p[0]) {} }\n')
+    (tmp_path / "spin.json").write_text(json.dumps({"kernel": "spin", "grid": 1, "block": 1,
+                                                    "args": [{"name": "p", "type": "i32*", "size": 1}]}))
+    p = cli("run", str(tmp_path / "spin.cu"), "--max-steps", "500")
+    assert p.returncode == 5 and "step limit" in p.stderr
+    _no_traceback(p)
+
+
+def test_ptx_and_help(dot: Path):
+    p = cli("ptx", str(dot))
+    assert p.returncode == 0 and ".entry dot" in p.stdout
+    p = cli("--help")
+    assert p.returncode == 0 and "check" in p.stdout and "hwcheck" in p.stdout
+
+
+def test_hwcheck_without_gpu_says_so():
+    p = cli("hwcheck", "kernels")
+    assert p.returncode == 2
+    assert "GPU" in p.stderr or "driver" in p.stderr
+    _no_traceback(p)
