@@ -76,7 +76,7 @@ class Stats:
 class Warp:
     """Per-warp state: registers, per-lane PCs, liveness and special-register values."""
 
-    __slots__ = ("R", "pcs", "live", "waiting", "conv", "special", "lbase", "thread", "block", "cc",
+    __slots__ = ("R", "pcs", "live", "waiting", "conv", "cmask", "special", "lbase", "thread", "block", "cc",
                  "warp_id", "done", "nlanes")
 
     def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
@@ -86,7 +86,8 @@ class Warp:
         self.live[: self.nlanes] = True
         self.waiting = np.zeros(WARP, dtype=bool)
         self.pcs = np.zeros(WARP, dtype=np.int64)
-        self.conv = 0  # the common PC when all runnable lanes agree, else -1
+        self.conv = 0  # the common PC when all runnable lanes agree, else -1 (then pcs is stale)
+        self.cmask = None if self.nlanes == WARP else self.live.copy()  # active mask while converged
         self.thread = np.zeros(WARP, dtype=np.int64)  # linear thread index in block (padding lanes: 0)
         self.thread[: self.nlanes] = threads
         self.block = block
@@ -268,6 +269,7 @@ class Interpreter:
         pcs = w.pcs[run]
         lo = pcs.min()
         w.conv = int(lo) if (pcs == lo).all() else -1
+        w.cmask = None if (w.nlanes == WARP and run.all()) else run
 
     def _run_warp(self, w: Warp) -> None:
         code = self.code
@@ -278,7 +280,7 @@ class Interpreter:
         while True:
             if w.conv >= 0:
                 pc = w.conv
-                m = None if (full and not w.waiting.any() and w.live.all()) else (w.live & ~w.waiting)
+                m = w.cmask
             else:
                 run = w.live & ~w.waiting
                 if not run.any():
@@ -290,6 +292,7 @@ class Interpreter:
                     w.conv = pc
                     if full and run.all():
                         m = None
+                    w.cmask = m
             if pc >= len(code):
                 raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
             self.steps_left -= 1
@@ -328,8 +331,6 @@ class Interpreter:
                 self._reconverge(w)
                 if not (w.live & ~w.waiting).any():
                     return
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
 
     # ------------------------------------------------------------------ building closures
     def _fail(self, ins: Instr, msg: str) -> PTXError:
