@@ -41,6 +41,8 @@ from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW
 WARP = 32
 DEFAULT_MAX_STEPS = 5_000_000
 LANES = np.arange(WARP, dtype=np.uint32)
+ALL = np.ones(WARP, dtype=bool)
+ALL.flags.writeable = False  # a mask of None means "all 32 lanes active" (the common case)
 ROUNDING = {"rn", "rz", "rm", "rp"}
 INT_ROUNDING = {"rni", "rzi", "rmi", "rpi"}
 APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
@@ -166,6 +168,7 @@ class Interpreter:
             self.param_off[p.name] = off
             off += p.size
         self.param_size = off
+        self.used_specials = sorted({o.name for i in self.fn.body for o in i.operands if isinstance(o, Special)})
         self.uses_approx = sorted({i.form for i in self.fn.body if i.op in APPROX_OPS or "approx" in i.mods})
         for ins in self.fn.body:  # reject unsupported instructions before any launch
             _check_supported(ins)
@@ -192,7 +195,11 @@ class Interpreter:
                                                       readonly=v.space == "const")
         if self.module.globals:
             gmem.finalize()
-        self.code = [self._build(ins, pc) for pc, ins in enumerate(self.fn.body)]
+        key = (tuple(sorted(self.global_addr.items())), tuple(sorted(self.shared_off_all.items())))
+        if getattr(self, "_code_key", None) != key:  # closures depend only on symbol addresses
+            self.stats = Stats()
+            self.code = [self._build(ins, pc) for pc, ins in enumerate(self.fn.body)]
+            self._code_key = key
         self.stats = Stats(approximate=list(self.uses_approx))
         self.steps_left = self.max_steps
         nthreads = block[0] * block[1] * block[2]
@@ -216,31 +223,7 @@ class Interpreter:
         for wid in range((nthreads + WARP - 1) // WARP):
             threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
             w = Warp(self.reg_dtypes, blk, wid, threads)
-            t = w.thread
-            sp = w.special
-            sp["tid.x"] = (t % bx).astype(np.uint32)
-            sp["tid.y"] = ((t // bx) % by).astype(np.uint32)
-            sp["tid.z"] = (t // (bx * by)).astype(np.uint32)
-            for k, axis in enumerate("xyz"):
-                sp[f"ntid.{axis}"] = np.full(WARP, self.blockdim[k], dtype=np.uint32)
-                sp[f"ctaid.{axis}"] = np.full(WARP, ctaid[k], dtype=np.uint32)
-                sp[f"nctaid.{axis}"] = np.full(WARP, self.grid[k], dtype=np.uint32)
-            sp["laneid"] = LANES.copy()
-            sp["warpid"] = np.full(WARP, wid, dtype=np.uint32)
-            sp["nwarpid"] = np.full(WARP, (nthreads + WARP - 1) // WARP, dtype=np.uint32)
-            sp["warpsize"] = np.full(WARP, WARP, dtype=np.uint32)
-            one = np.uint64(1)
-            lane64 = LANES.astype(np.uint64)
-            sp["lanemask_eq"] = (one << lane64).astype(np.uint32)
-            sp["lanemask_lt"] = ((one << lane64) - one).astype(np.uint32)
-            sp["lanemask_le"] = ((one << (lane64 + one)) - one).astype(np.uint32)
-            sp["lanemask_ge"] = (~((one << lane64) - one)).astype(np.uint32)
-            sp["lanemask_gt"] = (~((one << (lane64 + one)) - one)).astype(np.uint32)
-            sp["smid"] = np.zeros(WARP, dtype=np.uint32)
-            sp["nsmid"] = np.ones(WARP, dtype=np.uint32)
-            sp["gridid"] = np.zeros(WARP, dtype=np.uint32)
-            sp["dynamic_smem_size"] = np.full(WARP, self.shared_size - self.static_shared, dtype=np.uint32)
-            sp["total_smem_size"] = np.full(WARP, self.shared_size, dtype=np.uint32)
+            self._specials(w, ctaid, nthreads, wid)
             warps.append(w)
         self.stats.warps += len(warps)
         while True:
@@ -261,6 +244,43 @@ class Interpreter:
             elif not progressed:
                 raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
 
+    def _specials(self, w: Warp, ctaid: tuple[int, int, int], nthreads: int, wid: int) -> None:
+        """Special-register values of a warp (only those the kernel reads)."""
+        t = w.thread
+        bx, by, _ = self.blockdim
+        one = np.uint64(1)
+        lane64 = LANES.astype(np.uint64)
+        nwarps = (nthreads + WARP - 1) // WARP
+        axes = {"x": 0, "y": 1, "z": 2}
+        for name in self.used_specials:
+            base, _, axis = name.partition(".")
+            if base == "tid":
+                v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[axis]
+            elif base in ("ntid", "ctaid", "nctaid"):
+                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid}[base]
+                v = np.full(WARP, src[axes[axis]])
+            elif base == "laneid":
+                v = LANES
+            elif base == "warpid":
+                v = np.full(WARP, wid)
+            elif base == "nwarpid":
+                v = np.full(WARP, nwarps)
+            elif base == "warpsize":
+                v = np.full(WARP, WARP)
+            elif base.startswith("lanemask_"):
+                v = {"lanemask_eq": one << lane64, "lanemask_lt": (one << lane64) - one,
+                     "lanemask_le": (one << (lane64 + one)) - one, "lanemask_ge": ~((one << lane64) - one),
+                     "lanemask_gt": ~((one << (lane64 + one)) - one)}[base]
+            elif base == "nsmid":
+                v = np.ones(WARP)
+            elif base == "dynamic_smem_size":
+                v = np.full(WARP, self.shared_size - self.static_shared)
+            elif base in ("total_smem_size", "aggr_smem_size"):
+                v = np.full(WARP, self.shared_size)
+            else:  # smid, gridid: a single SM, a single grid
+                v = np.zeros(WARP)
+            w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
     def _reconverge(self, w: Warp) -> None:
         run = w.live & ~w.waiting
         if not run.any():
@@ -271,16 +291,49 @@ class Interpreter:
         w.conv = int(lo) if (pcs == lo).all() else -1
         w.cmask = None if (w.nlanes == WARP and run.all()) else run
 
+    def _step_limit(self, w: Warp, pc: int) -> ExecutionError:
+        ins = self.fn.body[pc]
+        return ExecutionError(
+            f"step limit reached: {self.max_steps} warp instructions executed without finishing "
+            f"(last at {ins.where()}: `{ins.text}`, block {w.block.ctaid}, warp {w.warp_id}); "
+            "the kernel may loop forever — raise the limit with --max-steps"
+        )
+
     def _run_warp(self, w: Warp) -> None:
+        """Issue instructions for one warp until it exits or waits at a barrier."""
         code = self.code
-        body = self.fn.body
+        n = len(code)
         stats = self.stats
         trace = self.trace
         full = w.nlanes == WARP
         while True:
             if w.conv >= 0:
+                # converged: a tight loop while control flow stays uniform
                 pc = w.conv
                 m = w.cmask
+                width = WARP if m is None else int(m.sum())
+                issued = 0
+                try:
+                    while True:
+                        if pc >= n:
+                            raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
+                        if issued >= self.steps_left:
+                            raise self._step_limit(w, pc)
+                        issued += 1
+                        if trace is not None:
+                            self._trace(w, pc, m)
+                        w.conv = pc
+                        kind, arg = code[pc](w, m)
+                        if kind == _NEXT:
+                            pc += 1
+                        elif kind == _JUMP:
+                            pc = arg
+                        else:
+                            break
+                finally:
+                    self.steps_left -= issued
+                    stats.warp_instructions += issued
+                    stats.thread_instructions += issued * width
             else:
                 run = w.live & ~w.waiting
                 if not run.any():
@@ -290,36 +343,25 @@ class Interpreter:
                 m = run & (w.pcs == pc)
                 if (m == run).all():
                     w.conv = pc
-                    if full and run.all():
-                        m = None
-                    w.cmask = m
-            if pc >= len(code):
-                raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
-            self.steps_left -= 1
-            if self.steps_left < 0:
-                raise ExecutionError(
-                    f"step limit reached: {self.max_steps} warp instructions executed without finishing "
-                    f"(last at {body[pc].where()}: `{body[pc].text}`, block {w.block.ctaid}, warp {w.warp_id}); "
-                    "the kernel may loop forever — raise the limit with --max-steps"
-                )
-            stats.warp_instructions += 1
-            stats.thread_instructions += WARP if m is None else int(m.sum())
-            if trace is not None:
-                mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
-                trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:4d} mask={mask:08x}  {body[pc].text}")
-            kind, arg = code[pc](w, m)
-            if kind == _NEXT:
-                if w.conv >= 0:
-                    w.conv = pc + 1
-                else:
+                    w.cmask = None if (full and run.all()) else m
+                    continue
+                if pc >= n:
+                    raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
+                if self.steps_left <= 0:
+                    raise self._step_limit(w, pc)
+                self.steps_left -= 1
+                stats.warp_instructions += 1
+                stats.thread_instructions += int(m.sum())
+                if trace is not None:
+                    self._trace(w, pc, m)
+                kind, arg = code[pc](w, m)
+                if kind == _NEXT:
                     w.pcs[m] = pc + 1
                     continue
-            elif kind == _JUMP:
-                if w.conv >= 0:
-                    w.conv = arg
-                else:
+                if kind == _JUMP:
                     w.pcs[m] = arg
-            elif kind == _DIVERGED:
+                    continue
+            if kind == _DIVERGED:
                 stats.divergent_branches += 1
                 w.conv = -1
             elif kind == _EXIT:
@@ -331,6 +373,10 @@ class Interpreter:
                 self._reconverge(w)
                 if not (w.live & ~w.waiting).any():
                     return
+
+    def _trace(self, w: Warp, pc: int, m: np.ndarray | None) -> None:
+        mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
+        self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:4d} mask={mask:08x}  {self.fn.body[pc].text}")
 
     # ------------------------------------------------------------------ building closures
     def _fail(self, ins: Instr, msg: str) -> PTXError:
@@ -396,13 +442,12 @@ class Interpreter:
         view = (not same) and np.dtype(sd).itemsize == np.dtype(td).itemsize and sd is not np.bool_
 
         def write(w, v, m):
-            v = np.asarray(v)
-            if v.shape != (WARP,):
-                v = np.broadcast_to(v, (WARP,))
+            if type(v) is not np.ndarray or v.shape != (WARP,):
+                v = np.array(np.broadcast_to(v, (WARP,)))
             if v.dtype != sd:
                 v = v.view(sd) if view and v.dtype == td else v.astype(sd)
             if m is None:
-                w.R[i] = v.copy() if not v.flags.writeable else v
+                w.R[i] = v if v.flags.writeable else v.copy()
             else:
                 w.R[i] = np.where(m, v, w.R[i])
 
@@ -453,7 +498,7 @@ class Interpreter:
             if neg:
                 p = ~p
             taken = p if m is None else (m & p)
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             nt = int(taken.sum())
             if nt == 0:
                 return (_NEXT, 0)
@@ -470,7 +515,7 @@ class Interpreter:
 
     def _op_ret(self, ins: Instr, pc: int):
         def ret(w, m):
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             if w.conv >= 0:
                 w.pcs[:] = w.conv
             w.live &= ~act
@@ -487,7 +532,7 @@ class Interpreter:
             return lambda w, m: (_NEXT, 0)
 
         def bar(w, m):
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             if w.conv >= 0:
                 w.pcs[:] = w.conv
             w.pcs[act] = pc + 1
@@ -721,7 +766,7 @@ class Interpreter:
         def div(w, m):
             x = np.asarray(ra(w))
             y = np.broadcast_to(rb(w), (WARP,))
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             bad = act & (y == 0)
             if bad.any():
                 lane = int(np.argmax(bad))
@@ -1113,7 +1158,7 @@ class Interpreter:
     def _resolve(self, w: Warp, addr: np.ndarray, lanes: np.ndarray, size: int, space: str, ins: Instr,
                  store: bool) -> tuple[np.ndarray, np.ndarray]:
         """Map addresses of active lanes to (memory array, byte index); raise on a bad access."""
-        a = addr[lanes]
+        a = addr if lanes is ALL else addr[lanes]
         if space == "generic":
             # decide per access from the window; all lanes of one access must agree on the space
             first = int(a[0]) if len(a) else GLOBAL_BASE
@@ -1126,7 +1171,7 @@ class Interpreter:
         if space in ("global", "const"):
             ok = self.gmem.check(a, size)
             mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
-            if store and ok.all():
+            if store and self.gmem.has_readonly and ok.all():
                 for b in self.gmem.buffers:
                     if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
                         lane = int(np.nonzero(lanes)[0][0])
@@ -1136,7 +1181,7 @@ class Interpreter:
             mem, idx = w.block.shared, a
         elif space in ("local", "callparam"):
             ok = a + np.uint64(size) <= np.uint64(self.local_size)
-            mem, idx = w.block.local, a + w.lbase[lanes]
+            mem, idx = w.block.local, a + (w.lbase if lanes is ALL else w.lbase[lanes])
         elif space == "param":
             if store:
                 raise self._fail(ins, "store to kernel parameter space")
@@ -1144,6 +1189,9 @@ class Interpreter:
             mem, idx = self.param_mem, a
         else:  # pragma: no cover
             raise self._fail(ins, f"unsupported state space {space}")
+        aligned = (a & np.uint64(size - 1)) == 0 if size > 1 else ok
+        if (ok & aligned).all():  # one reduction for bounds and alignment together
+            return mem, idx
         if not ok.all():
             k = int(np.argmin(ok))
             lane = int(np.nonzero(lanes)[0][k])
@@ -1155,12 +1203,9 @@ class Interpreter:
                 limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
                 where = f"{space} offset {bad} (size {limit} bytes)"
             raise self._fault(w, lane, ins, f"out-of-bounds {space} {what} of {size} bytes at {where}")
-        misaligned = (a % np.uint64(size)) != 0
-        if misaligned.any():
-            k = int(np.argmax(misaligned))
-            lane = int(np.nonzero(lanes)[0][k])
-            raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
-        return mem, idx
+        k = int(np.argmin(aligned))
+        lane = int(np.nonzero(lanes)[0][k])
+        raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
 
     def _fault(self, w: Warp, lane: int, ins: Instr, msg: str) -> ExecutionError:
         t = int(w.thread[lane])
@@ -1186,13 +1231,17 @@ class Interpreter:
             raise self._fail(ins, "ld of .pred")
 
         def ld(w, m):
-            lanes = (w.live & ~w.waiting) if m is None else m
+            lanes = ALL if m is None else m
             base = addr(w)
             for k, wr in enumerate(writers):
                 ad = base + np.uint64(k * size) if k else base
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, False)
-                vals = np.zeros(WARP, dtype=dt)
-                vals[lanes] = mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)]
+                got = mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)]
+                if lanes is ALL:
+                    vals = got
+                else:
+                    vals = np.zeros(WARP, dtype=dt)
+                    vals[lanes] = got
                 wr(w, vals, m)
             return (_NEXT, 0)
 
@@ -1213,13 +1262,13 @@ class Interpreter:
         dt = iops.DTYPES[t]
 
         def st(w, m):
-            lanes = (w.live & ~w.waiting) if m is None else m
+            lanes = ALL if m is None else m
             base = addr(w)
             for k, rd in enumerate(readers):
                 ad = base + np.uint64(k * size) if k else base
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, True)
                 v = np.broadcast_to(rd(w), (WARP,)).astype(dt)
-                mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v[lanes]
+                mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v if lanes is ALL else v[lanes]
             return (_NEXT, 0)
 
         return st
@@ -1251,7 +1300,7 @@ class Interpreter:
         f = _atomic_function(kind, t, ins, self)
 
         def atom(w, m):
-            lanes = (w.live & ~w.waiting) if m is None else m
+            lanes = ALL if m is None else m
             mem, idx = self._resolve(w, addr(w), lanes, size, space, ins, True)
             view = mem.view(dt)
             bv = np.broadcast_to(rb(w), (WARP,))[lanes]
@@ -1319,7 +1368,7 @@ class Interpreter:
         weights = (np.uint64(1) << LANES.astype(np.uint64))
 
         def vote(w, m):
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             p = np.broadcast_to(ra(w), (WARP,)) & act
             if mode == "ballot":
                 v = np.uint32(int((weights * p).sum()))
@@ -1340,7 +1389,7 @@ class Interpreter:
         weights = (np.uint64(1) << LANES.astype(np.uint64))
 
         def am(w, m):
-            act = (w.live & ~w.waiting) if m is None else m
+            act = ALL if m is None else m
             wr(w, np.full(WARP, np.uint32(int((weights * act).sum())), dtype=np.uint32), m)
             return (_NEXT, 0)
 

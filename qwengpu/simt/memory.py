@@ -39,6 +39,7 @@ class GlobalMemory:
         self.arena = np.zeros(0, dtype=np.uint8)
         self._starts = np.zeros(0, dtype=np.uint64)
         self._ends = np.zeros(0, dtype=np.uint64)
+        self.has_readonly = False
 
     def alloc(self, name: str, data: bytes, *, size: int | None = None, readonly: bool = False) -> int:
         """Reserve a buffer holding ``data`` (zero-padded to ``size``); returns its address."""
@@ -59,6 +60,7 @@ class GlobalMemory:
         self.buffers = [self.buffers[i] for i in order]
         self._starts = np.array([b.start for b in self.buffers], dtype=np.uint64)
         self._ends = np.array([b.start + b.size for b in self.buffers], dtype=np.uint64)
+        self.has_readonly = any(b.readonly for b in self.buffers)
 
     def check(self, addr: np.ndarray, size: int) -> np.ndarray:
         """Boolean mask of addresses whose ``size`` bytes lie inside one buffer."""
