@@ -78,7 +78,7 @@ class Stats:
 class Warp:
     """Per-warp state: registers, per-lane PCs, liveness and special-register values."""
 
-    __slots__ = ("R", "pcs", "live", "waiting", "conv", "cmask", "special", "lbase", "thread", "block", "cc",
+    __slots__ = ("R", "pcs", "live", "waiting", "conv", "cmask", "cand", "nrun", "special", "lbase", "thread", "block", "cc",
                  "warp_id", "done", "nlanes")
 
     def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
@@ -90,6 +90,8 @@ class Warp:
         self.pcs = np.zeros(WARP, dtype=np.int64)
         self.conv = 0  # the common PC when all runnable lanes agree, else -1 (then pcs is stale)
         self.cmask = None if self.nlanes == WARP else self.live.copy()  # active mask while converged
+        self.cand: np.ndarray | None = None  # while diverged: per-lane PC, 2**40 for lanes that cannot run
+        self.nrun = self.nlanes
         self.thread = np.zeros(WARP, dtype=np.int64)  # linear thread index in block (padding lanes: 0)
         self.thread[: self.nlanes] = threads
         self.block = block
@@ -282,6 +284,7 @@ class Interpreter:
             w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
     def _reconverge(self, w: Warp) -> None:
+        w.cand = None
         run = w.live & ~w.waiting
         if not run.any():
             w.conv = -1
@@ -335,15 +338,19 @@ class Interpreter:
                     stats.warp_instructions += issued
                     stats.thread_instructions += issued * width
             else:
-                run = w.live & ~w.waiting
-                if not run.any():
-                    return
-                cand = np.where(run, w.pcs, 1 << 40)
+                cand = w.cand
+                if cand is None:
+                    run = w.live & ~w.waiting
+                    w.nrun = int(np.count_nonzero(run))
+                    if w.nrun == 0:
+                        return
+                    cand = w.cand = np.where(run, w.pcs, 1 << 40)
                 pc = int(cand.min())
-                m = run & (w.pcs == pc)
-                if (m == run).all():
+                m = cand == pc
+                if int(np.count_nonzero(m)) == w.nrun:
                     w.conv = pc
-                    w.cmask = None if (full and run.all()) else m
+                    w.cmask = None if (full and w.nrun == WARP) else m
+                    w.cand = None
                     continue
                 if pc >= n:
                     raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
@@ -351,16 +358,19 @@ class Interpreter:
                     raise self._step_limit(w, pc)
                 self.steps_left -= 1
                 stats.warp_instructions += 1
-                stats.thread_instructions += int(m.sum())
+                stats.thread_instructions += int(np.count_nonzero(m))
                 if trace is not None:
                     self._trace(w, pc, m)
                 kind, arg = code[pc](w, m)
                 if kind == _NEXT:
                     w.pcs[m] = pc + 1
+                    cand[m] = pc + 1
                     continue
                 if kind == _JUMP:
                     w.pcs[m] = arg
+                    cand[m] = arg
                     continue
+                w.cand = None
             if kind == _DIVERGED:
                 stats.divergent_branches += 1
                 w.conv = -1
@@ -442,7 +452,9 @@ class Interpreter:
         view = (not same) and np.dtype(sd).itemsize == np.dtype(td).itemsize and sd is not np.bool_
 
         def write(w, v, m):
-            if type(v) is not np.ndarray or v.shape != (WARP,):
+            if type(v) is not np.ndarray:
+                v = np.full(WARP, v)
+            elif v.shape != (WARP,):
                 v = np.array(np.broadcast_to(v, (WARP,)))
             if v.dtype != sd:
                 v = v.view(sd) if view and v.dtype == td else v.astype(sd)
@@ -1017,7 +1029,9 @@ class Interpreter:
             cmpf = _int_compare(cmp, t, ins, self)
 
         def setp(w, m):
-            r = np.broadcast_to(cmpf(ra(w), rb(w)), (WARP,))
+            r = cmpf(ra(w), rb(w))
+            if type(r) is not np.ndarray:
+                r = np.full(WARP, r)
             q = ~r
             if rc is not None:
                 cv = rc(w)
