@@ -26,7 +26,9 @@ EPILOG = """examples:
 
 
 def _add_compile_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--arch", default=DEFAULT_ARCH, help=f"virtual architecture (default {DEFAULT_ARCH}, the Tesla T4)")
+    p.add_argument(
+        "--arch", default=DEFAULT_ARCH, help=f"virtual architecture (default {DEFAULT_ARCH}, the Tesla T4)"
+    )
     p.add_argument("--nvcc", action="store_true", help="compile with nvcc from PATH instead of NVRTC")
 
 
@@ -45,21 +47,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the PTX to this file instead of stdout")
     _add_compile_flags(p)
 
-    p = sub.add_parser("run", help="run one kernel with a launch spec", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "run",
+        help="run one kernel with a launch spec",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("kernel", help="CUDA source file (.cu)")
-    p.add_argument("--launch", metavar="SPEC.json", help="launch spec (default: KERNEL.json beside the source)")
-    p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"],
-                   help="where to run: the reference interpreter, the compiled machine, or machine+base model")
+    p.add_argument(
+        "--launch", metavar="SPEC.json", help="launch spec (default: KERNEL.json beside the source)"
+    )
+    p.add_argument(
+        "--engine",
+        default="interp",
+        choices=["interp", "machine", "model"],
+        help="where to run: the reference interpreter, the compiled machine, or machine+base model",
+    )
     p.add_argument("--model", metavar="DIR", help="checkpoint folder for --engine model")
     p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
     p.add_argument("--trace", action="store_true", help="print every warp instruction as it issues (stderr)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
-                   help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        metavar="N",
+        help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})",
+    )
     p.add_argument("--progress", action="store_true", help="show progress on stderr for long launches")
     _add_compile_flags(p)
 
-    p = sub.add_parser("check", help="run every spec with \"expected\" in a folder; non-zero exit on mismatch")
+    p = sub.add_parser("check", help='run every spec with "expected" in a folder; non-zero exit on mismatch')
     p.add_argument("dir", help="folder of NAME.cu + NAME.json")
     p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"])
     p.add_argument("--model", metavar="DIR")
@@ -97,8 +114,12 @@ def _progress_printer(enabled: bool):
         if now - last[0] > 0.5:
             last[0] = now
             rate = stats.warp_instructions / max(stats.seconds, 1e-9)
-            print(f"\r  blocks {stats.blocks}  warp instructions {stats.warp_instructions:,}  "
-                  f"({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+            print(
+                f"\r  blocks {stats.blocks}  warp instructions {stats.warp_instructions:,}  ({rate:,.0f}/s)",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return show
 
@@ -107,9 +128,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from qwengpu.runner import run_kernel
 
     trace = (lambda line: print(line, file=sys.stderr)) if args.trace else None
-    res = run_kernel(args.kernel, args.launch, engine=args.engine, arch=args.arch, use_nvcc=args.nvcc,
-                     max_steps=args.max_steps, trace=trace, progress=_progress_printer(args.progress),
-                     model_dir=args.model)
+    res = run_kernel(
+        args.kernel,
+        args.launch,
+        engine=args.engine,
+        arch=args.arch,
+        use_nvcc=args.nvcc,
+        max_steps=args.max_steps,
+        trace=trace,
+        progress=_progress_printer(args.progress),
+        model_dir=args.model,
+    )
     if args.progress:
         print(file=sys.stderr)
     if args.json:
@@ -120,11 +149,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shown = vals if len(vals) <= 64 else [*vals[:64], f"... ({len(vals)} values)"]
             print(f"{name} = {json.dumps(shown)}")
         st = res.stats
-        print(f"[{res.engine}] {st['warp_instructions']:,} warp instructions in {st['seconds']:.3f} s "
-              f"({st['warp_instructions_per_second']:,}/s)")
+        print(
+            f"[{res.engine}] {st['warp_instructions']:,} warp instructions in {st['seconds']:.3f} s "
+            f"({st['warp_instructions_per_second']:,}/s)"
+        )
         if res.approximate:
-            print(f"note: uses approximate instructions ({', '.join(res.approximate)}); "
-                  "their bits follow our documented model, not NVIDIA's unpublished hardware tables")
+            print(
+                f"note: uses approximate instructions ({', '.join(res.approximate)}); "
+                "their bits follow our documented model, not NVIDIA's unpublished hardware tables"
+            )
         if res.checked:
             if res.passed:
                 tol = f" (within {res.spec.tolerance_ulp} ulp)" if res.spec.tolerance_ulp else " (bit-exact)"
@@ -147,31 +180,49 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for cu, spec in items:
         t0 = time.perf_counter()
         try:
-            res = run_kernel(cu, spec, engine=args.engine, arch=args.arch, use_nvcc=args.nvcc,
-                             max_steps=args.max_steps, model_dir=args.model)
+            res = run_kernel(
+                cu,
+                spec,
+                engine=args.engine,
+                arch=args.arch,
+                use_nvcc=args.nvcc,
+                max_steps=args.max_steps,
+                model_dir=args.model,
+            )
             if not res.checked:
-                status, detail = "skip", "no \"expected\" in spec"
+                status, detail = "skip", 'no "expected" in spec'
             elif res.passed:
                 status = "approx" if res.spec.tolerance_ulp else "pass"
                 detail = f"within {res.spec.tolerance_ulp} ulp" if res.spec.tolerance_ulp else "bit-exact"
             else:
-                status, detail = "FAIL", res.mismatches[0] + (f" (+{len(res.mismatches) - 1})"
-                                                              if len(res.mismatches) > 1 else "")
+                status, detail = (
+                    "FAIL",
+                    res.mismatches[0] + (f" (+{len(res.mismatches) - 1})" if len(res.mismatches) > 1 else ""),
+                )
             steps = res.stats["warp_instructions"]
         except QwenGPUError as exc:
             status, detail, steps = "ERROR", str(exc).splitlines()[0], 0
         dt = time.perf_counter() - t0
         failed += status in ("FAIL", "ERROR")
-        rows.append({"kernel": cu.stem, "status": status, "warp_instructions": steps,
-                     "seconds": round(dt, 3), "detail": detail})
+        rows.append(
+            {
+                "kernel": cu.stem,
+                "status": status,
+                "warp_instructions": steps,
+                "seconds": round(dt, 3),
+                "detail": detail,
+            }
+        )
         if not args.json:
             print(f"{status:6s} {cu.stem:28s} {steps:>9,} {dt:7.2f}s  {detail}", flush=True)
     npass = sum(r["status"] in ("pass", "approx") for r in rows)
     if args.json:
         print(json.dumps({"engine": args.engine, "passed": npass, "failed": failed, "results": rows}))
     else:
-        print(f"\n{npass} passed, {failed} failed" + (f", {len(rows) - npass - failed} skipped"
-                                                     if len(rows) - npass - failed else ""))
+        print(
+            f"\n{npass} passed, {failed} failed"
+            + (f", {len(rows) - npass - failed} skipped" if len(rows) - npass - failed else "")
+        )
     return 1 if failed else 0
 
 

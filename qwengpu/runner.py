@@ -61,8 +61,11 @@ class RunResult:
             "stats": self.stats,
         }
         if self.checked:
-            d["check"] = {"passed": self.passed, "mismatches": self.mismatches,
-                          "tolerance_ulp": self.spec.tolerance_ulp}
+            d["check"] = {
+                "passed": self.passed,
+                "mismatches": self.mismatches,
+                "tolerance_ulp": self.spec.tolerance_ulp,
+            }
         if self.approximate:
             d["approximate"] = self.approximate
         return d
@@ -108,8 +111,14 @@ def run_kernel(
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
-    stats = interp.launch(spec.grid, spec.block, bound.param_bytes, bound.gmem,
-                          dynamic_shared=spec.shared_bytes, progress=progress)
+    stats = interp.launch(
+        spec.grid,
+        spec.block,
+        bound.param_bytes,
+        bound.gmem,
+        dynamic_shared=spec.shared_bytes,
+        progress=progress,
+    )
     outputs = read_outputs(spec, bound.gmem)
     sd = stats.as_dict()
     sd["seconds"] = round(time.perf_counter() - t0, 6)
@@ -124,4 +133,6 @@ def corpus(dirpath: str | Path) -> list[tuple[Path, Path]]:
     d = Path(dirpath)
     if not d.is_dir():
         raise QwenGPUError(f"not a directory: {d}")
-    return [(cu, cu.with_suffix(".json")) for cu in sorted(d.glob("*.cu")) if cu.with_suffix(".json").exists()]
+    return [
+        (cu, cu.with_suffix(".json")) for cu in sorted(d.glob("*.cu")) if cu.with_suffix(".json").exists()
+    ]

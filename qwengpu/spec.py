@@ -218,12 +218,15 @@ def format_value(x: np.generic, elem: str) -> int | float | str:
 def _dim3(v: Any, what: str, where: str) -> tuple[int, int, int]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
-    if not isinstance(v, list) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                                   for x in v):
-        raise LaunchSpecError(f"{where}: \"{what}\" must be an int or a list of 1-3 ints, got {v!r}")
+    if (
+        not isinstance(v, list)
+        or not 1 <= len(v) <= 3
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    ):
+        raise LaunchSpecError(f'{where}: "{what}" must be an int or a list of 1-3 ints, got {v!r}')
     v = list(v) + [1] * (3 - len(v))
     if any(x < 1 for x in v):
-        raise LaunchSpecError(f"{where}: \"{what}\" dimensions must be >= 1, got {v!r}")
+        raise LaunchSpecError(f'{where}: "{what}" dimensions must be >= 1, got {v!r}')
     return (v[0], v[1], v[2])
 
 
@@ -231,29 +234,39 @@ def parse_spec(obj: Any, source: str = "<spec>") -> LaunchSpec:
     """Validate a spec object (from JSON) and convert its values exactly."""
     if not isinstance(obj, dict):
         raise LaunchSpecError(f"{source}: a launch spec must be a JSON object")
-    known = {"kernel", "grid", "block", "args", "outputs", "expected", "shared_bytes", "tolerance_ulp",
-             "description", "approximate"}
+    known = {
+        "kernel",
+        "grid",
+        "block",
+        "args",
+        "outputs",
+        "expected",
+        "shared_bytes",
+        "tolerance_ulp",
+        "description",
+        "approximate",
+    }
     unknown = set(obj) - known
     if unknown:
         raise LaunchSpecError(f"{source}: unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
     for req in ("kernel", "grid", "block", "args"):
         if req not in obj:
-            raise LaunchSpecError(f"{source}: missing required field \"{req}\"")
+            raise LaunchSpecError(f'{source}: missing required field "{req}"')
     if not isinstance(obj["kernel"], str) or not obj["kernel"]:
-        raise LaunchSpecError(f"{source}: \"kernel\" must be a non-empty string")
+        raise LaunchSpecError(f'{source}: "kernel" must be a non-empty string')
     grid = _dim3(obj["grid"], "grid", source)
     block = _dim3(obj["block"], "block", source)
     if not isinstance(obj["args"], list):
-        raise LaunchSpecError(f"{source}: \"args\" must be a list")
+        raise LaunchSpecError(f'{source}: "args" must be a list')
     args: list[Arg] = []
     seen = set()
     for i, a in enumerate(obj["args"]):
         w = f"{source}: args[{i}]"
         if not isinstance(a, dict) or "name" not in a or "type" not in a:
-            raise LaunchSpecError(f"{w}: each argument needs \"name\" and \"type\"")
+            raise LaunchSpecError(f'{w}: each argument needs "name" and "type"')
         name, typ = a["name"], a["type"]
         if not isinstance(name, str) or not isinstance(typ, str):
-            raise LaunchSpecError(f"{w}: \"name\" and \"type\" must be strings")
+            raise LaunchSpecError(f'{w}: "name" and "type" must be strings')
         if name in seen:
             raise LaunchSpecError(f"{w}: duplicate argument name {name!r}")
         seen.add(name)
@@ -261,23 +274,25 @@ def parse_spec(obj: Any, source: str = "<spec>") -> LaunchSpec:
         is_ptr = typ.endswith("*")
         elem = typ.rstrip("*").strip()
         if elem not in ELEM_TYPES or typ.count("*") > 1:
-            raise LaunchSpecError(f"{w}: unknown type {typ!r} (use one of {', '.join(ELEM_TYPES)} or a pointer)")
+            raise LaunchSpecError(
+                f"{w}: unknown type {typ!r} (use one of {', '.join(ELEM_TYPES)} or a pointer)"
+            )
         extra = set(a) - {"name", "type", "data", "value", "size"}
         if extra:
             raise LaunchSpecError(f"{w}: unknown field(s) {sorted(extra)}")
         if is_ptr:
             if "value" in a:
-                raise LaunchSpecError(f"{w}: pointer arguments take \"data\" (a list), not \"value\"")
+                raise LaunchSpecError(f'{w}: pointer arguments take "data" (a list), not "value"')
             if "data" in a:
                 data = to_array(a["data"], elem, f"{w} data")
             elif "size" in a and isinstance(a["size"], int) and a["size"] >= 0:
                 data = np.zeros(a["size"], dtype=ELEM_TYPES[elem])
             else:
-                raise LaunchSpecError(f"{w}: pointer argument needs \"data\" (or \"size\" for a zeroed buffer)")
+                raise LaunchSpecError(f'{w}: pointer argument needs "data" (or "size" for a zeroed buffer)')
             args.append(Arg(name, typ, elem, True, data=data))
         else:
             if "value" not in a:
-                raise LaunchSpecError(f"{w}: scalar argument needs \"value\"")
+                raise LaunchSpecError(f'{w}: scalar argument needs "value"')
             val = to_array([a["value"]], elem, f"{w} value")[0]
             args.append(Arg(name, typ, elem, False, value=np.array(val)))
     outputs = obj.get("outputs")
@@ -285,19 +300,21 @@ def parse_spec(obj: Any, source: str = "<spec>") -> LaunchSpec:
     if outputs is None:
         outputs = ptr_names
     if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
-        raise LaunchSpecError(f"{source}: \"outputs\" must be a list of argument names")
+        raise LaunchSpecError(f'{source}: "outputs" must be a list of argument names')
     for o in outputs:
         if o not in seen:
-            raise LaunchSpecError(f"{source}: unknown output {o!r} (arguments: {', '.join(a.name for a in args)})")
+            raise LaunchSpecError(
+                f"{source}: unknown output {o!r} (arguments: {', '.join(a.name for a in args)})"
+            )
         if o not in ptr_names:
             raise LaunchSpecError(f"{source}: output {o!r} is not a pointer argument")
     expected: dict[str, np.ndarray] = {}
     exp = obj.get("expected", {})
     if not isinstance(exp, dict):
-        raise LaunchSpecError(f"{source}: \"expected\" must be an object of output name -> values")
+        raise LaunchSpecError(f'{source}: "expected" must be an object of output name -> values')
     for name, vals in exp.items():
         if name not in outputs:
-            raise LaunchSpecError(f"{source}: expected values for {name!r}, which is not in \"outputs\"")
+            raise LaunchSpecError(f'{source}: expected values for {name!r}, which is not in "outputs"')
         arr = to_array(vals, next(a.elem for a in args if a.name == name), f"{source}: expected '{name}'")
         n = len(next(a.data for a in args if a.name == name))
         if len(arr) != n:
@@ -305,12 +322,22 @@ def parse_spec(obj: Any, source: str = "<spec>") -> LaunchSpec:
         expected[name] = arr
     shared = obj.get("shared_bytes", 0)
     if not isinstance(shared, int) or shared < 0:
-        raise LaunchSpecError(f"{source}: \"shared_bytes\" must be a non-negative int")
+        raise LaunchSpecError(f'{source}: "shared_bytes" must be a non-negative int')
     tol = obj.get("tolerance_ulp", 0)
     if not isinstance(tol, int) or tol < 0:
-        raise LaunchSpecError(f"{source}: \"tolerance_ulp\" must be a non-negative int")
-    return LaunchSpec(obj["kernel"], grid, block, args, list(outputs), expected, shared, tol,
-                      str(obj.get("description", "")), source)
+        raise LaunchSpecError(f'{source}: "tolerance_ulp" must be a non-negative int')
+    return LaunchSpec(
+        obj["kernel"],
+        grid,
+        block,
+        args,
+        list(outputs),
+        expected,
+        shared,
+        tol,
+        str(obj.get("description", "")),
+        source,
+    )
 
 
 def load_spec(path: str | Path) -> LaunchSpec:
@@ -322,7 +349,9 @@ def load_spec(path: str | Path) -> LaunchSpec:
     try:
         obj = json.loads(text, parse_float=str)
     except json.JSONDecodeError as exc:
-        raise LaunchSpecError(f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise LaunchSpecError(
+            f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     return parse_spec(obj, str(p))
 
 
@@ -330,7 +359,9 @@ def load_spec(path: str | Path) -> LaunchSpec:
 def c_signature(source: str, kernel: str) -> list[tuple[str, str | None, bool]] | None:
     """Parameters of ``__global__`` function ``kernel`` in CUDA source: (name, spec elem or None, is_ptr)."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
-    for m in re.finditer(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", text):
+    for m in re.finditer(
+        r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", text
+    ):
         if m.group(1) != kernel:
             continue
         params = []
@@ -361,7 +392,9 @@ class Bound:
     buffers: dict[str, int]  # name -> address
 
 
-def check_against_kernel(spec: LaunchSpec, fn: Function, csig: list[tuple[str, str | None, bool]] | None) -> None:
+def check_against_kernel(
+    spec: LaunchSpec, fn: Function, csig: list[tuple[str, str | None, bool]] | None
+) -> None:
     """Reject a spec whose arguments do not match the kernel's parameters (count, types, names)."""
     where = f"{spec.source}: kernel '{spec.kernel}'"
     if len(spec.args) != len(fn.params):
@@ -369,23 +402,32 @@ def check_against_kernel(spec: LaunchSpec, fn: Function, csig: list[tuple[str, s
         if csig is not None:
             names = " (" + ", ".join(n for n, _, _ in csig) + ")"
         raise LaunchSpecError(
-            f"{where} takes {len(fn.params)} parameter(s){names} but the spec gives {len(spec.args)} argument(s)"
+            f"{where} takes {len(fn.params)} parameter(s){names} "
+            f"but the spec gives {len(spec.args)} argument(s)"
         )
     for k, (a, p) in enumerate(zip(spec.args, fn.params, strict=True)):
-        cname, celem, cptr = (csig[k] if csig is not None and len(csig) == len(fn.params) else (None, None, None))
+        cname, celem, cptr = (
+            csig[k] if csig is not None and len(csig) == len(fn.params) else (None, None, None)
+        )
         label = f"{where}: parameter {k + 1}"
         if cname is not None and cname != a.name:
-            raise LaunchSpecError(f"{label} is named '{cname}' in the source, but the spec calls it '{a.name}'")
+            raise LaunchSpecError(
+                f"{label} is named '{cname}' in the source, but the spec calls it '{a.name}'"
+            )
         if cptr is not None and cptr != a.is_ptr:
             kind = "a pointer" if cptr else "a scalar"
-            raise LaunchSpecError(f"{label} ('{a.name}') is {kind} in the kernel, but the spec says {a.type!r}")
+            raise LaunchSpecError(
+                f"{label} ('{a.name}') is {kind} in the kernel, but the spec says {a.type!r}"
+            )
         if celem is not None and cptr == a.is_ptr and celem != a.elem:
             raise LaunchSpecError(
                 f"{label} ('{a.name}') has C type {celem}{'*' if cptr else ''}, but the spec says {a.type!r}"
             )
         compat = PTX_COMPAT["ptr" if a.is_ptr else a.elem]
         if p.type not in compat or (a.is_ptr and p.size != 8):
-            raise LaunchSpecError(f"{label} ('{a.name}') is .{p.type} in the PTX, which a {a.type!r} cannot bind to")
+            raise LaunchSpecError(
+                f"{label} ('{a.name}') is .{p.type} in the PTX, which a {a.type!r} cannot bind to"
+            )
 
 
 def bind(spec: LaunchSpec, fn: Function) -> Bound:

@@ -10,17 +10,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOT_SPEC = {"kernel": "dot", "grid": 1, "block": [4, 1, 1],
-            "args": [{"name": "a", "type": "f32*", "data": [1, 2, 3]},
-                     {"name": "n", "type": "i32", "value": 3},
-                     {"name": "out", "type": "f32*", "data": [0]}],
-            "outputs": ["out"], "expected": {"out": [32]}}
-DOT_SRC = ('extern "C" __global__ void dot(const float* a, int n, float* out) {\n'
-           '  int i = threadIdx.x;\n  if (i < n) atomicAdd(out, a[i] * (float)(n + 1 + i));\n}\n')
+DOT_SPEC = {
+    "kernel": "dot",
+    "grid": 1,
+    "block": [4, 1, 1],
+    "args": [
+        {"name": "a", "type": "f32*", "data": [1, 2, 3]},
+        {"name": "n", "type": "i32", "value": 3},
+        {"name": "out", "type": "f32*", "data": [0]},
+    ],
+    "outputs": ["out"],
+    "expected": {"out": [32]},
+}
+DOT_SRC = (
+    'extern "C" __global__ void dot(const float* a, int n, float* out) {\n'
+    "  int i = threadIdx.x;\n  if (i < n) atomicAdd(out, a[i] * (float)(n + 1 + i));\n}\n"
+)
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 @pytest.fixture
@@ -63,8 +74,11 @@ def _no_traceback(p: subprocess.CompletedProcess) -> None:
 
 def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     (tmp_path / "bad.cu").write_text('extern "C" __global__ void bad(int* p) {\n  p[0] = nope;\n}\n')
-    (tmp_path / "bad.json").write_text(json.dumps({"kernel": "bad", "grid": 1, "block": 1,
-                                                   "args": [{"name": "p", "type": "i32*", "size": 1}]}))
+    (tmp_path / "bad.json").write_text(
+        json.dumps(
+            {"kernel": "bad", "grid": 1, "block": 1, "args": [{"name": "p", "type": "i32*", "size": 1}]}
+        )
+    )
     p = cli("run", str(tmp_path / "bad.cu"))
     assert p.returncode == 2 and "bad.cu(2): error" in p.stderr
     _no_traceback(p)
@@ -78,9 +92,14 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     p = cli("run", str(dot), "--engine", "machine")
     assert p.returncode != 0 and "not available yet" in p.stderr
     _no_traceback(p)
-    (tmp_path / "spin.cu").write_text('extern "C" __global__ void spin(volatile int* p) { while (!p[0]) {} }\n')
-    (tmp_path / "spin.json").write_text(json.dumps({"kernel": "spin", "grid": 1, "block": 1,
-                                                    "args": [{"name": "p", "type": "i32*", "size": 1}]}))
+    (tmp_path / "spin.cu").write_text(
+        'extern "C" __global__ void spin(volatile int* p) { while (!p[0]) {} }\n'
+    )
+    (tmp_path / "spin.json").write_text(
+        json.dumps(
+            {"kernel": "spin", "grid": 1, "block": 1, "args": [{"name": "p", "type": "i32*", "size": 1}]}
+        )
+    )
     p = cli("run", str(tmp_path / "spin.cu"), "--max-steps", "500")
     assert p.returncode == 5 and "step limit" in p.stderr
     _no_traceback(p)

@@ -36,13 +36,42 @@ def gen_int(rng: random.Random, depth: int) -> tuple[str, object]:
             k = rng.choice([0, 1, 2, 3, 7, 31, 32, 0x80000000, M32, rng.getrandbits(32)])
             return f"{k}u", (lambda v, k=k: k)
         return leaf, (lambda v, n=leaf: v[n])
-    op = rng.choice(["+", "-", "*", "&", "|", "^", "<<", ">>u", ">>s", "/u", "%u", "/s", "%s", "<s", "<u",
-                     "==", "?:", "min", "max", "~", "neg"])
+    op = rng.choice(
+        [
+            "+",
+            "-",
+            "*",
+            "&",
+            "|",
+            "^",
+            "<<",
+            ">>u",
+            ">>s",
+            "/u",
+            "%u",
+            "/s",
+            "%s",
+            "<s",
+            "<u",
+            "==",
+            "?:",
+            "min",
+            "max",
+            "~",
+            "neg",
+        ]
+    )
     xa, fa = gen_int(rng, depth - 1)
     xb, fb = gen_int(rng, depth - 1)
     if op in ("+", "-", "*", "&", "|", "^"):
-        f = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-             "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
+        f = {
+            "+": lambda x, y: x + y,
+            "-": lambda x, y: x - y,
+            "*": lambda x, y: x * y,
+            "&": lambda x, y: x & y,
+            "|": lambda x, y: x | y,
+            "^": lambda x, y: x ^ y,
+        }[op]
         return f"({xa} {op} {xb})", (lambda v: f(fa(v), fb(v)) & M32)
     if op == "<<":
         return f"({xa} << ({xb} & 31u))", (lambda v: (fa(v) << (fb(v) & 31)) & M32)
@@ -63,11 +92,19 @@ def gen_int(rng: random.Random, depth: int) -> tuple[str, object]:
 
         d = f"(int)(({xb} | 2u) & 0x7fffffffu)"
         if op == "/s":
-            return (f"(unsigned)((int){xa} / {d})",
-                    (lambda v: tdiv(s32(fa(v)), (fb(v) | 2) & 0x7FFFFFFF) & M32))
-        return (f"(unsigned)((int){xa} % {d})",
-                (lambda v: (s32(fa(v)) - tdiv(s32(fa(v)), (fb(v) | 2) & 0x7FFFFFFF) * ((fb(v) | 2) & 0x7FFFFFFF))
-                 & M32))
+            return (
+                f"(unsigned)((int){xa} / {d})",
+                (lambda v: tdiv(s32(fa(v)), (fb(v) | 2) & 0x7FFFFFFF) & M32),
+            )
+        return (
+            f"(unsigned)((int){xa} % {d})",
+            (
+                lambda v: (
+                    (s32(fa(v)) - tdiv(s32(fa(v)), (fb(v) | 2) & 0x7FFFFFFF) * ((fb(v) | 2) & 0x7FFFFFFF))
+                    & M32
+                )
+            ),
+        )
     if op == "<s":
         return f"(unsigned)((int){xa} < (int){xb})", (lambda v: int(s32(fa(v)) < s32(fb(v))))
     if op == "<u":
@@ -95,21 +132,32 @@ def test_random_integer_expressions(tmp_path, seed):
     n = 64
     exprs = [gen_int(rng, 4) for _ in range(6)]
     body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
-    src = (f'extern "C" __global__ void fz(const unsigned* A, const unsigned* B, const unsigned* C, '
-           f'unsigned* out, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
-           f'  if (i >= n) return;\n  unsigned a = A[i], b = B[i], c = C[i];\n{body}\n}}\n')
-    vals = {k: [rng.choice(EDGE) if rng.random() < 0.4 else rng.getrandbits(32) for _ in range(n)]
-            for k in "abc"}
-    spec = {"kernel": "fz", "grid": 2, "block": 32, "args": [
-        {"name": "A", "type": "u32*", "data": vals["a"]}, {"name": "B", "type": "u32*", "data": vals["b"]},
-        {"name": "C", "type": "u32*", "data": vals["c"]}, {"name": "out", "type": "u32*", "size": n * len(exprs)},
-        {"name": "n", "type": "i32", "value": n}]}
+    src = (
+        f'extern "C" __global__ void fz(const unsigned* A, const unsigned* B, const unsigned* C, '
+        f"unsigned* out, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"  if (i >= n) return;\n  unsigned a = A[i], b = B[i], c = C[i];\n{body}\n}}\n"
+    )
+    vals = {
+        k: [rng.choice(EDGE) if rng.random() < 0.4 else rng.getrandbits(32) for _ in range(n)] for k in "abc"
+    }
+    spec = {
+        "kernel": "fz",
+        "grid": 2,
+        "block": 32,
+        "args": [
+            {"name": "A", "type": "u32*", "data": vals["a"]},
+            {"name": "B", "type": "u32*", "data": vals["b"]},
+            {"name": "C", "type": "u32*", "data": vals["c"]},
+            {"name": "out", "type": "u32*", "size": n * len(exprs)},
+            {"name": "n", "type": "i32", "value": n},
+        ],
+    }
     (tmp_path / "fz.cu").write_text(src)
     (tmp_path / "fz.json").write_text(json.dumps(spec))
     got = run_kernel(tmp_path / "fz.cu").outputs["out"].tolist()
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
-        assert got[k * n:(k + 1) * n] == want, f"expression {k}: {text}"
+        assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
 
 
 # ---------------------------------------------------------------------- floats
@@ -165,8 +213,12 @@ def fop(op: str, x: int, y: int, z: int = 0, mode: str = "rn") -> int:
     if infs:
         if op == "div" and fy == 0:  # inf / 0 = signed inf
             return ((x ^ y) & 0x80000000) | 0x7F800000
-        r = {"add": lambda: fx + fy, "mul": lambda: fx * fy, "div": lambda: fx / fy,
-             "fma": lambda: fx * fy + fz}[op]()
+        r = {
+            "add": lambda: fx + fy,
+            "mul": lambda: fx * fy,
+            "div": lambda: fx / fy,
+            "fma": lambda: fx * fy + fz,
+        }[op]()
         if r != r:
             return NAN
         return f2b(r)
@@ -186,7 +238,12 @@ def fop(op: str, x: int, y: int, z: int = 0, mode: str = "rn") -> int:
         else:
             a_neg = bool((x ^ y) & 0x80000000) if X * Y == 0 else (X * Y < 0)
             b_neg = bool(z & 0x80000000)
-        if a_neg and b_neg and (X * Y == 0 if op == "fma" else X == 0) and (Z == 0 if op == "fma" else Y == 0):
+        if (
+            a_neg
+            and b_neg
+            and (X * Y == 0 if op == "fma" else X == 0)
+            and (Z == 0 if op == "fma" else Y == 0)
+        ):
             return 0x80000000
         return 0x80000000 if mode == "rd" and not (not a_neg and not b_neg) else 0
     return round32(exact, mode)
@@ -207,8 +264,23 @@ def gen_float(rng: random.Random, depth: int) -> tuple[str, object]:
     return f"{name}({xa}, {xb})", (lambda v, op=op: fop(op, fa(v), fb(v), 0, mode))
 
 
-FEDGE = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
-         0x7F800000, 0xFF800000, 0x3F800000, 0x3F800001, 0x33800000, 0x4B800000, 0x7FFFFFFF]
+FEDGE = [
+    0x00000000,
+    0x80000000,
+    0x00000001,
+    0x80000001,
+    0x007FFFFF,
+    0x00800000,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,
+    0x3F800000,
+    0x3F800001,
+    0x33800000,
+    0x4B800000,
+    0x7FFFFFFF,
+]
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))
@@ -217,9 +289,12 @@ def test_random_float_expressions(tmp_path, seed):
     n = 64
     exprs = [gen_float(rng, 3) for _ in range(5)]
     body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
-    src = (f'extern "C" __global__ void ff(const float* A, const float* B, const float* C, float* out, int n) {{\n'
-           f'  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n'
-           f'  float a = A[i], b = B[i], c = C[i];\n{body}\n}}\n')
+    src = (
+        'extern "C" __global__ void ff(const float* A, const float* B, const float* C,'
+        f" float* out, int n) {{\n"
+        f"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n"
+        f"  float a = A[i], b = B[i], c = C[i];\n{body}\n}}\n"
+    )
 
     def rnd_bits() -> int:
         r = rng.random()
@@ -230,11 +305,18 @@ def test_random_float_expressions(tmp_path, seed):
         return f2b(float(np.float32(rng.uniform(-4, 4))))
 
     vals = {k: [rnd_bits() for _ in range(n)] for k in "abc"}
-    spec = {"kernel": "ff", "grid": 2, "block": 32, "args": [
-        {"name": "A", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["a"]]},
-        {"name": "B", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["b"]]},
-        {"name": "C", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["c"]]},
-        {"name": "out", "type": "f32*", "size": n * len(exprs)}, {"name": "n", "type": "i32", "value": n}]}
+    spec = {
+        "kernel": "ff",
+        "grid": 2,
+        "block": 32,
+        "args": [
+            {"name": "A", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["a"]]},
+            {"name": "B", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["b"]]},
+            {"name": "C", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["c"]]},
+            {"name": "out", "type": "f32*", "size": n * len(exprs)},
+            {"name": "n", "type": "i32", "value": n},
+        ],
+    }
     (tmp_path / "ff.cu").write_text(src)
     (tmp_path / "ff.json").write_text(json.dumps(spec))
     got = run_kernel(tmp_path / "ff.cu").outputs["out"].view(np.uint32).tolist()

@@ -34,16 +34,30 @@ def test_fma_saxpy_random(run_cuda):
     x = (rng.standard_normal(n) * 3).astype(np.float32)
     y = (rng.standard_normal(n) * 3).astype(np.float32)
     a = np.float32(1.7)
-    src = 'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {\n' \
-          '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n'
-    spec = {"kernel": "saxpy", "grid": 2, "block": 32,
-            "args": [{"name": "a", "type": "f32", "value": "0x%08x" % a.view(np.uint32)},
-                     {"name": "x", "type": "f32*", "data": ["0x%08x" % v for v in x.view(np.uint32)]},
-                     {"name": "y", "type": "f32*", "data": ["0x%08x" % v for v in y.view(np.uint32)]},
-                     {"name": "n", "type": "i32", "value": n}], "outputs": ["y"]}
+    src = (
+        'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n"
+    )
+    spec = {
+        "kernel": "saxpy",
+        "grid": 2,
+        "block": 32,
+        "args": [
+            {"name": "a", "type": "f32", "value": f"0x{a.view(np.uint32):08x}"},
+            {"name": "x", "type": "f32*", "data": [f"0x{v:08x}" for v in x.view(np.uint32)]},
+            {"name": "y", "type": "f32*", "data": [f"0x{v:08x}" for v in y.view(np.uint32)]},
+            {"name": "n", "type": "i32", "value": n},
+        ],
+        "outputs": ["y"],
+    }
     res = run_cuda(src, spec)
-    want = np.array([_f32(Fraction(float(a)) * Fraction(float(xi)) + Fraction(float(yi))) for xi, yi in zip(x, y)],
-                    dtype=np.float32)
+    want = np.array(
+        [
+            _f32(Fraction(float(a)) * Fraction(float(xi)) + Fraction(float(yi)))
+            for xi, yi in zip(x, y, strict=True)
+        ],
+        dtype=np.float32,
+    )
     assert np.array_equal(res.outputs["y"].view(np.uint32), want.view(np.uint32))
 
 
@@ -53,24 +67,40 @@ def test_integer_mix_random(run_cuda):
     b = rng.integers(1, 2**31, 64, dtype=np.int64).astype(np.int32)
     b[::3] *= -1
     a[0], a[1], b[1] = -(2**31), -(2**31), -1
-    src = r'''extern "C" __global__ void mix(const int* a, const int* b, int* q, int* r, unsigned* s, int* h) {
+    src = r"""extern "C" __global__ void mix(const int* a, const int* b, int* q, int* r,
+                                             unsigned* s, int* h) {
       int i = threadIdx.x + blockDim.x * blockIdx.x;
       q[i] = a[i] / b[i]; r[i] = a[i] % b[i];
       s[i] = ((unsigned)a[i] >> (b[i] & 31)) ^ ((unsigned)a[i] << 3);
       h[i] = __mulhi(a[i], b[i]);
-    }'''
+    }"""
     n = 64
-    spec = {"kernel": "mix", "grid": 2, "block": 32,
-            "args": [{"name": "a", "type": "i32*", "data": a.tolist()}, {"name": "b", "type": "i32*", "data": b.tolist()},
-                     {"name": "q", "type": "i32*", "size": n}, {"name": "r", "type": "i32*", "size": n},
-                     {"name": "s", "type": "u32*", "size": n}, {"name": "h", "type": "i32*", "size": n}]}
+    spec = {
+        "kernel": "mix",
+        "grid": 2,
+        "block": 32,
+        "args": [
+            {"name": "a", "type": "i32*", "data": a.tolist()},
+            {"name": "b", "type": "i32*", "data": b.tolist()},
+            {"name": "q", "type": "i32*", "size": n},
+            {"name": "r", "type": "i32*", "size": n},
+            {"name": "s", "type": "u32*", "size": n},
+            {"name": "h", "type": "i32*", "size": n},
+        ],
+    }
     res = run_cuda(src, spec)
+
     def wrap(v):
         return ((v + 2**31) % 2**32) - 2**31
-    q = [wrap((abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)) for x, y in zip(a.tolist(), b.tolist())]
-    r = [wrap(x - ((abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)) * y) for x, y in zip(a.tolist(), b.tolist())]
-    s = [(((x % 2**32) >> (y & 31)) ^ ((x % 2**32) << 3)) % 2**32 for x, y in zip(a.tolist(), b.tolist())]
-    h = [wrap((x * y) >> 32) for x, y in zip(a.tolist(), b.tolist())]
+
+    al, bl = a.tolist(), b.tolist()
+    q = [wrap((abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)) for x, y in zip(al, bl, strict=True)]
+    r = [
+        wrap(x - ((abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)) * y)
+        for x, y in zip(al, bl, strict=True)
+    ]
+    s = [(((x % 2**32) >> (y & 31)) ^ ((x % 2**32) << 3)) % 2**32 for x, y in zip(al, bl, strict=True)]
+    h = [wrap((x * y) >> 32) for x, y in zip(al, bl, strict=True)]
     assert res.outputs["q"].tolist() == q
     assert res.outputs["r"].tolist() == r
     assert res.outputs["s"].tolist() == s
@@ -78,16 +108,17 @@ def test_integer_mix_random(run_cuda):
 
 
 def test_divergent_loops_and_multiwarp_barrier(run_cuda):
-    src = r'''extern "C" __global__ void k(const int* n, int* out) {
+    src = r"""extern "C" __global__ void k(const int* n, int* out) {
       __shared__ int acc[64];
       int t = threadIdx.x, s = 0;
       for (int i = 0; i < n[t]; i++) { if (i & 1) continue; s += i; if (s > 50) break; }
       acc[t] = s;
       __syncthreads();
       out[t] = acc[63 - t] + (t < 32 ? 1000 : 2000);
-    }'''
+    }"""
     rng = np.random.default_rng(1)
     n = rng.integers(0, 40, 64).tolist()
+
     def f(m):
         s = 0
         for i in range(m):
@@ -97,8 +128,13 @@ def test_divergent_loops_and_multiwarp_barrier(run_cuda):
             if s > 50:
                 break
         return s
-    spec = {"kernel": "k", "grid": 1, "block": 64,
-            "args": [{"name": "n", "type": "i32*", "data": n}, {"name": "out", "type": "i32*", "size": 64}]}
+
+    spec = {
+        "kernel": "k",
+        "grid": 1,
+        "block": 64,
+        "args": [{"name": "n", "type": "i32*", "data": n}, {"name": "out", "type": "i32*", "size": 64}],
+    }
     res = run_cuda(src, spec)
     assert res.outputs["out"].tolist() == [f(n[63 - t]) + (1000 if t < 32 else 2000) for t in range(64)]
     assert res.stats["barriers"] >= 1 and res.stats["divergent_branches"] >= 1
@@ -125,8 +161,12 @@ def test_shared_out_of_bounds(run_cuda):
 
 def test_division_by_zero_reported(run_cuda):
     src = 'extern "C" __global__ void d(int* p, int z) { p[threadIdx.x] = 7 / (z - (int)threadIdx.x); }\n'
-    spec = {"kernel": "d", "grid": 1, "block": 4, "args": [{"name": "p", "type": "i32*", "size": 4},
-                                                           {"name": "z", "type": "i32", "value": 2}]}
+    spec = {
+        "kernel": "d",
+        "grid": 1,
+        "block": 4,
+        "args": [{"name": "p", "type": "i32*", "size": 4}, {"name": "z", "type": "i32", "value": 2}],
+    }
     with pytest.raises(ExecutionError, match=r"division by zero[\s\S]*thread \(2, 0, 0\)"):
         run_cuda(src, spec)
 
@@ -142,41 +182,67 @@ def test_unsupported_instruction_named_with_line(tmp_path):
     from qwengpu.ptx.parser import parse_ptx
     from qwengpu.simt.interp import Interpreter
 
-    ptx = (".version 9.5\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
-           "\t.reg .b32 %r<3>;\n\tdp4a.u32.u32 %r1, %r2, %r2, %r2;\n\tret;\n}\n")
+    ptx = (
+        ".version 9.5\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
+        "\t.reg .b32 %r<3>;\n\tdp4a.u32.u32 %r1, %r2, %r2, %r2;\n\tret;\n}\n"
+    )
     with pytest.raises(PTXError, match=r"PTX line 7: unsupported PTX instruction `dp4a.u32.u32`"):
         Interpreter(parse_ptx(ptx), "k")
 
 
 def test_spec_mismatches_rejected(run_cuda):
-    src = 'extern "C" __global__ void f(float* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1.0f; }\n'
+    src = (
+        'extern "C" __global__ void f(float* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1.0f; }\n'
+    )
     base = {"kernel": "f", "grid": 1, "block": 4}
     cases = [
         ([{"name": "out", "type": "f32*", "size": 4}], "takes 2 parameter"),
         ([{"name": "out", "type": "f32*", "size": 4}, {"name": "m", "type": "i32", "value": 1}], "named 'n'"),
-        ([{"name": "out", "type": "i32*", "size": 4}, {"name": "n", "type": "i32", "value": 1}], "C type f32"),
-        ([{"name": "out", "type": "f32", "value": 1}, {"name": "n", "type": "i32", "value": 1}], "is a pointer"),
-        ([{"name": "out", "type": "f32*"}, {"name": "n", "type": "i32", "value": 1}], "needs \"data\""),
-        ([{"name": "out", "type": "f32*", "size": 4}, {"name": "n", "type": "i32", "value": 2**40}], "out of range"),
-        ([{"name": "out", "type": "q32*", "size": 4}, {"name": "n", "type": "i32", "value": 1}], "unknown type"),
+        (
+            [{"name": "out", "type": "i32*", "size": 4}, {"name": "n", "type": "i32", "value": 1}],
+            "C type f32",
+        ),
+        (
+            [{"name": "out", "type": "f32", "value": 1}, {"name": "n", "type": "i32", "value": 1}],
+            "is a pointer",
+        ),
+        ([{"name": "out", "type": "f32*"}, {"name": "n", "type": "i32", "value": 1}], 'needs "data"'),
+        (
+            [{"name": "out", "type": "f32*", "size": 4}, {"name": "n", "type": "i32", "value": 2**40}],
+            "out of range",
+        ),
+        (
+            [{"name": "out", "type": "q32*", "size": 4}, {"name": "n", "type": "i32", "value": 1}],
+            "unknown type",
+        ),
     ]
     for args, msg in cases:
         with pytest.raises(LaunchSpecError, match=msg):
             run_cuda(src, {**base, "args": args})
     with pytest.raises(LaunchSpecError, match="unknown output 'nope'"):
-        run_cuda(src, {**base, "args": cases[1][0][:1] + [{"name": "n", "type": "i32", "value": 1}],
-                       "outputs": ["nope"]})
+        run_cuda(
+            src,
+            {
+                **base,
+                "args": cases[1][0][:1] + [{"name": "n", "type": "i32", "value": 1}],
+                "outputs": ["nope"],
+            },
+        )
     with pytest.raises(PTXError, match="no kernel named 'g'"):
         run_cuda(src, {**base, "kernel": "g", "args": []})
 
 
 def test_float_specials_and_json_roundtrip(run_cuda):
-    src = r'''extern "C" __global__ void sp(const float* a, float* o) {
+    src = r"""extern "C" __global__ void sp(const float* a, float* o) {
       int i = threadIdx.x; o[i] = a[i] * 2.0f - a[i];
-    }'''
+    }"""
     vals = ["inf", "-inf", "nan", -0.0, 1e-45, 3.4028234663852886e38, 0.1, "0x7fc00001"]
-    spec = {"kernel": "sp", "grid": 1, "block": 8, "args": [
-        {"name": "a", "type": "f32*", "data": vals}, {"name": "o", "type": "f32*", "size": 8}]}
+    spec = {
+        "kernel": "sp",
+        "grid": 1,
+        "block": 8,
+        "args": [{"name": "a", "type": "f32*", "data": vals}, {"name": "o", "type": "f32*", "size": 8}],
+    }
     res = run_cuda(src, spec)
     bits = res.outputs["o"].view(np.uint32).tolist()
     assert bits[0] == 0x7FFFFFFF  # inf*2 - inf = NaN, canonical
@@ -186,5 +252,5 @@ def test_float_specials_and_json_roundtrip(run_cuda):
     out = res.as_json()["outputs"]["o"]
     from qwengpu.spec import parse_value
 
-    for v, b in zip(out, bits):
+    for v, b in zip(out, bits, strict=False):
         assert parse_value(v if not isinstance(v, float) else repr(v), "f32", "x") == b

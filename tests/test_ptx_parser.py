@@ -66,7 +66,10 @@ def test_demangle():
 
 
 def test_bad_ptx_names_line():
-    ptx = ".version 9.5\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n\tfrobnicate.b32 %r1;\n\tret;\n}\n"
+    ptx = (
+        ".version 9.5\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n"
+        "\tfrobnicate.b32 %r1;\n\tret;\n}\n"
+    )
     with pytest.raises(PTXError, match="PTX line 6"):
         from qwengpu.simt.interp import Interpreter
 
@@ -83,5 +86,7 @@ def test_unknown_label_and_garbage():
 
 def test_compile_error_has_file_and_line():
     with pytest.raises(CompileError) as ei:
-        compile_cuda('extern "C" __global__ void f(int* p) {\n  p[0] = undefined_thing;\n}\n', filename="bad.cu")
+        compile_cuda(
+            'extern "C" __global__ void f(int* p) {\n  p[0] = undefined_thing;\n}\n', filename="bad.cu"
+        )
     assert "bad.cu(2)" in str(ei.value) and "undefined" in str(ei.value)

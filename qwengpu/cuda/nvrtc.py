@@ -135,7 +135,8 @@ def compile_cuda(
         tool = "nvcc"
     else:
         opts = [f"--gpu-architecture={arch}", *options]
-        tool = "nvrtc-%d.%d" % nvrtc_version()
+        major, minor = nvrtc_version()
+        tool = f"nvrtc-{major}.{minor}"
     key = hashlib.sha256("\0".join([tool, source, *opts]).encode()).hexdigest()
     path = cache_dir() / f"{key}.ptx"
     if use_cache and path.is_file():

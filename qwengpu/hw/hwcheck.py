@@ -50,8 +50,12 @@ def _driver():
     err, dev = cu.cuDeviceGet(0)
     _ok(cu, err, "cuDeviceGet")
     err, name = cu.cuDeviceGetName(128, dev)
-    err, major = cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
-    err, minor = cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    err, major = cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev
+    )
+    err, minor = cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
+    )
     err, ctx = cu.cuDevicePrimaryCtxRetain(dev)
     _ok(cu, err, "cuDevicePrimaryCtxRetain")
     (err,) = cu.cuCtxSetCurrent(ctx)
@@ -98,8 +102,9 @@ def run_on_gpu(cu, cu_path: Path, spec_path: Path, arch: str) -> dict[str, np.nd
                     raw = (int(a.value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
                 holders.append((ctypes.c_ubyte * size).from_buffer_copy(raw[:size]))
         ptrs = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
-        (err,) = cu.cuLaunchKernel(func, *spec.grid, *spec.block, spec.shared_bytes, 0,
-                                   ctypes.addressof(ptrs), 0)
+        (err,) = cu.cuLaunchKernel(
+            func, *spec.grid, *spec.block, spec.shared_bytes, 0, ctypes.addressof(ptrs), 0
+        )
         _ok(cu, err, f"launching {spec.kernel}")
         (err,) = cu.cuCtxSynchronize()
         _ok(cu, err, f"running {spec.kernel}")
@@ -118,7 +123,9 @@ def run_on_gpu(cu, cu_path: Path, spec_path: Path, arch: str) -> dict[str, np.nd
         cu.cuModuleUnload(mod)
 
 
-def hwcheck(dirpath: str, *, pattern: str | None = None, as_json: bool = False, arch: str | None = None) -> int:
+def hwcheck(
+    dirpath: str, *, pattern: str | None = None, as_json: bool = False, arch: str | None = None
+) -> int:
     """Run every kernel of ``dirpath`` on the interpreter and the GPU; exit 1 on any bit difference."""
     cu, gpu, (major, minor) = _driver()
     arch = arch or DEFAULT_ARCH
@@ -150,7 +157,9 @@ def hwcheck(dirpath: str, *, pattern: str | None = None, as_json: bool = False, 
     if as_json:
         print(json.dumps({"gpu": gpu, "arch": arch, "matched": nmatch, "total": len(rows), "results": rows}))
     else:
-        print(f"\n{gpu}: {nmatch}/{len(rows)} kernels bit-identical to the interpreter"
-              f" ({ndiff} differ or failed, {len(rows) - nmatch - ndiff} approximate-only differences)",
-              file=sys.stdout)
+        print(
+            f"\n{gpu}: {nmatch}/{len(rows)} kernels bit-identical to the interpreter"
+            f" ({ndiff} differ or failed, {len(rows) - nmatch - ndiff} approximate-only differences)",
+            file=sys.stdout,
+        )
     return 1 if ndiff else 0

@@ -90,7 +90,9 @@ def inline_calls(module: Module, kernel: Function) -> Function:
                 ops = tuple(_rename(o, reg_map, sym_map, label_map) for o in cins.operands)
                 guard = Reg(reg_map.get(cins.guard.name, cins.guard.name)) if cins.guard else None
                 if cins.op == "ret":
-                    sub.append(replace(cins, op="bra", mods=("uni",), operands=(Label(end_label),), guard=guard))
+                    sub.append(
+                        replace(cins, op="bra", mods=("uni",), operands=(Label(end_label),), guard=guard)
+                    )
                 else:
                     sub.append(replace(cins, operands=ops, guard=guard))
             sub_labels = {label_map[lb]: i for lb, i in callee.labels.items()}

@@ -323,7 +323,15 @@ def _parse_var(text: str, line: int) -> list[Var]:
         if init_text is not None:
             init = _parse_init(init_text, vtype, count if dims else 1)
         out.append(
-            Var(name, space, vtype, esize * count, align or esize, extern or (bool(dims) and dims[0] is None), init)
+            Var(
+                name,
+                space,
+                vtype,
+                esize * count,
+                align or esize,
+                extern or (bool(dims) and dims[0] is None),
+                init,
+            )
         )
     return out
 
@@ -465,8 +473,10 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                         {},
                         st.line,
                     )
-                    for dm in re.finditer(r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank)\s+([\d,\s]+)",
-                                          m.group("tail") or ""):
+                    for dm in re.finditer(
+                        r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank)\s+([\d,\s]+)",
+                        m.group("tail") or "",
+                    ):
                         fn.directives[dm.group(1)] = tuple(int(x) for x in re.findall(r"\d+", dm.group(2)))
                     pending = fn
                     if ".extern" in m.group(1):

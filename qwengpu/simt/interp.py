@@ -78,8 +78,24 @@ class Stats:
 class Warp:
     """Per-warp state: registers, per-lane PCs, liveness and special-register values."""
 
-    __slots__ = ("R", "pcs", "live", "waiting", "conv", "cmask", "cand", "nrun", "special", "lbase", "thread", "block", "cc",
-                 "warp_id", "done", "nlanes")
+    __slots__ = (
+        "R",
+        "pcs",
+        "live",
+        "waiting",
+        "conv",
+        "cmask",
+        "cand",
+        "nrun",
+        "special",
+        "lbase",
+        "thread",
+        "block",
+        "cc",
+        "warp_id",
+        "done",
+        "nlanes",
+    )
 
     def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
         self.R = [np.zeros(WARP, dtype=d) for d in nregs_dtypes]
@@ -105,8 +121,14 @@ class Warp:
 class Block:
     """Per-block state: shared memory, local memory of its threads, the block index."""
 
-    def __init__(self, ctaid: tuple[int, int, int], nthreads: int, shared_size: int, local_size: int,
-                 shared_init: list[tuple[int, bytes]]) -> None:
+    def __init__(
+        self,
+        ctaid: tuple[int, int, int],
+        nthreads: int,
+        shared_size: int,
+        local_size: int,
+        shared_init: list[tuple[int, bytes]],
+    ) -> None:
         self.ctaid = ctaid
         self.shared = np.zeros((shared_size + 7) // 8 * 8, dtype=np.uint8)
         for off, data in shared_init:
@@ -126,8 +148,14 @@ def _type_of(ins: Instr) -> str:
 class Interpreter:
     """Runs one kernel of a parsed module. Build once, launch many times."""
 
-    def __init__(self, module: Module, kernel: str, *, max_steps: int = DEFAULT_MAX_STEPS,
-                 trace: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        module: Module,
+        kernel: str,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        trace: Callable[[str], None] | None = None,
+    ) -> None:
         fn = _find_kernel(module, kernel)
         self.module = module
         self.fn: Function = inline_calls(module, fn)
@@ -170,15 +198,24 @@ class Interpreter:
             self.param_off[p.name] = off
             off += p.size
         self.param_size = off
-        self.used_specials = sorted({o.name for i in self.fn.body for o in i.operands if isinstance(o, Special)})
+        self.used_specials = sorted(
+            {o.name for i in self.fn.body for o in i.operands if isinstance(o, Special)}
+        )
         self.uses_approx = sorted({i.form for i in self.fn.body if i.op in APPROX_OPS or "approx" in i.mods})
         for ins in self.fn.body:  # reject unsupported instructions before any launch
             _check_supported(ins)
 
     # ------------------------------------------------------------------ launch
-    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], param_bytes: bytes,
-               gmem: GlobalMemory, *, dynamic_shared: int = 0,
-               progress: Callable[[Stats], None] | None = None) -> Stats:
+    def launch(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        param_bytes: bytes,
+        gmem: GlobalMemory,
+        *,
+        dynamic_shared: int = 0,
+        progress: Callable[[Stats], None] | None = None,
+    ) -> Stats:
         """Run the kernel over the grid; global memory is modified in place."""
         self.gmem = gmem
         self.grid, self.blockdim = grid, block
@@ -193,8 +230,9 @@ class Interpreter:
         self.global_addr: dict[str, int] = {}
         for v in self.module.globals:
             if v.space in ("global", "const"):
-                self.global_addr[v.name] = gmem.alloc(v.name, v.init or b"", size=v.size,
-                                                      readonly=v.space == "const")
+                self.global_addr[v.name] = gmem.alloc(
+                    v.name, v.init or b"", size=v.size, readonly=v.space == "const"
+                )
         if self.module.globals:
             gmem.finalize()
         key = (tuple(sorted(self.global_addr.items())), tuple(sorted(self.shared_off_all.items())))
@@ -270,9 +308,13 @@ class Interpreter:
             elif base == "warpsize":
                 v = np.full(WARP, WARP)
             elif base.startswith("lanemask_"):
-                v = {"lanemask_eq": one << lane64, "lanemask_lt": (one << lane64) - one,
-                     "lanemask_le": (one << (lane64 + one)) - one, "lanemask_ge": ~((one << lane64) - one),
-                     "lanemask_gt": ~((one << (lane64 + one)) - one)}[base]
+                v = {
+                    "lanemask_eq": one << lane64,
+                    "lanemask_lt": (one << lane64) - one,
+                    "lanemask_le": (one << (lane64 + one)) - one,
+                    "lanemask_ge": ~((one << lane64) - one),
+                    "lanemask_gt": ~((one << (lane64 + one)) - one),
+                }[base]
             elif base == "nsmid":
                 v = np.ones(WARP)
             elif base == "dynamic_smem_size":
@@ -319,7 +361,9 @@ class Interpreter:
                 try:
                     while True:
                         if pc >= n:
-                            raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
+                            raise ExecutionError(
+                                f"thread ran past the end of kernel {self.fn.name} without `ret`"
+                            )
                         if issued >= self.steps_left:
                             raise self._step_limit(w, pc)
                         issued += 1
@@ -712,7 +756,11 @@ class Interpreter:
         def f(a, b):
             s = 8
             a24 = (a.astype(np.int64) << s) >> s if t == "s32" else a.astype(np.int64) & 0xFFFFFF
-            b24 = (np.asarray(b).astype(np.int64) << s) >> s if t == "s32" else np.asarray(b).astype(np.int64) & 0xFFFFFF
+            b24 = (
+                (np.asarray(b).astype(np.int64) << s) >> s
+                if t == "s32"
+                else np.asarray(b).astype(np.int64) & 0xFFFFFF
+            )
             p = a24 * b24
             r = (p >> 16) if "hi" in ins.mods else p
             return (r & 0xFFFFFFFF).astype(np.uint32).view(iops.DTYPES[t])
@@ -740,6 +788,7 @@ class Interpreter:
             return madw
         hi = "hi" in ins.mods
         if hi and sat:  # mad.hi.sat.s32
+
             def f(a, b, c):
                 r = iops.mulhi(a, b).astype(np.int64) + np.asarray(c).astype(np.int64)
                 return np.clip(r, -(2**31), 2**31 - 1).astype(np.int32)
@@ -1020,9 +1069,11 @@ class Interpreter:
         else:
             wp, wq = self._writer(d, "pred", ins), None
         if t == "f32":
+
             def cmpf(x, y):
                 return fp32.setp(cmp, x, y, ftz)
         elif t == "f64":
+
             def cmpf(x, y):
                 return fp32.setp64(cmp, x, y)
         else:
@@ -1053,6 +1104,7 @@ class Interpreter:
         ra, rb = self._reader(a, st, ins), self._reader(b, st, ins)
         wr = self._writer(d, dt, ins)
         if st == "f32":
+
             def cmpf(x, y):
                 return fp32.setp(cmp, x, y, False)
         else:
@@ -1135,6 +1187,7 @@ class Interpreter:
             return (_NEXT, 0)
 
         if window == 0:
+
             def cvta_id(w, m):
                 wr(w, ra(w), m)
                 return (_NEXT, 0)
@@ -1169,8 +1222,9 @@ class Interpreter:
                 return m
         return "generic"
 
-    def _resolve(self, w: Warp, addr: np.ndarray, lanes: np.ndarray, size: int, space: str, ins: Instr,
-                 store: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _resolve(
+        self, w: Warp, addr: np.ndarray, lanes: np.ndarray, size: int, space: str, ins: Instr, store: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Map addresses of active lanes to (memory array, byte index); raise on a bad access."""
         a = addr if lanes is ALL else addr[lanes]
         if space == "generic":
@@ -1295,8 +1349,14 @@ class Interpreter:
 
     def _atomic(self, ins: Instr, returns: bool):
         t = _type_of(ins)
-        kind = next((m for m in ins.mods if m in ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or",
-                                                   "xor")), None)
+        kind = next(
+            (
+                m
+                for m in ins.mods
+                if m in ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor")
+            ),
+            None,
+        )
         if kind is None:
             raise self._fail(ins, "unsupported atomic operation")
         ops = list(ins.operands)
@@ -1379,7 +1439,7 @@ class Interpreter:
         d, a = ins.operands[:2]
         ra = self._reader(a, "pred", ins)
         wr = self._writer(d, "b32" if mode == "ballot" else "pred", ins)
-        weights = (np.uint64(1) << LANES.astype(np.uint64))
+        weights = np.uint64(1) << LANES.astype(np.uint64)
 
         def vote(w, m):
             act = ALL if m is None else m
@@ -1400,7 +1460,7 @@ class Interpreter:
 
     def _op_activemask(self, ins: Instr, pc: int):
         wr = self._writer(ins.operands[0], "b32", ins)
-        weights = (np.uint64(1) << LANES.astype(np.uint64))
+        weights = np.uint64(1) << LANES.astype(np.uint64)
 
         def am(w, m):
             act = ALL if m is None else m
@@ -1453,13 +1513,19 @@ def _imm_value(op: Imm, t: str):
     if op.kind == "f32":
         if t == "f64":
             return fp32.f64_from_f32(np.array([op.value], dtype=np.uint32))[0]
-        return np.array(op.value & 0xFFFFFFFF, dtype=np.uint32).view(td)[()] if TYPE_SIZES[t] == 4 else \
-            np.array(op.value, dtype=np.uint64).astype(td)[()]
+        return (
+            np.array(op.value & 0xFFFFFFFF, dtype=np.uint32).view(td)[()]
+            if TYPE_SIZES[t] == 4
+            else np.array(op.value, dtype=np.uint64).astype(td)[()]
+        )
     # f64 literal
     if t == "f32":
         return fp32.f32_from_f64(np.array([op.value], dtype=np.uint64), "rn")[0]
-    return np.array(op.value, dtype=np.uint64).view(td)[()] if TYPE_SIZES[t] == 8 else \
-        np.array(op.value, dtype=np.uint64).astype(td)[()]
+    return (
+        np.array(op.value, dtype=np.uint64).view(td)[()]
+        if TYPE_SIZES[t] == 8
+        else np.array(op.value, dtype=np.uint64).astype(td)[()]
+    )
 
 
 def _int_compare(cmp: str, t: str, ins: Instr, interp: Interpreter):
@@ -1468,7 +1534,11 @@ def _int_compare(cmp: str, t: str, ins: Instr, interp: Interpreter):
         base = unsigned[cmp]
 
         def uf(x, y):
-            return _cmp(base, iops.as_unsigned(np.asarray(x)), iops.as_unsigned(np.asarray(y, dtype=np.asarray(x).dtype)))
+            return _cmp(
+                base,
+                iops.as_unsigned(np.asarray(x)),
+                iops.as_unsigned(np.asarray(y, dtype=np.asarray(x).dtype)),
+            )
 
         return uf
     if cmp not in ("eq", "ne", "lt", "le", "gt", "ge"):
@@ -1572,6 +1642,7 @@ def _atomic_function(kind: str, t: str, ins: Instr, interp: Interpreter):
     dt = iops.DTYPES[t]
     if t == "f32":
         if kind == "add":
+
             def addf(o, b, c):
                 return fp32.add(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), "rn", True)[0]
 
@@ -1590,7 +1661,9 @@ def _atomic_function(kind: str, t: str, ins: Instr, interp: Interpreter):
         raise interp._fail(ins, f"unsupported atomic .{kind}.f32")
     if t == "f64":
         if kind == "add":
-            return lambda o, b, c: fp32.add64(np.array([o], dtype=np.uint64), np.array([b], dtype=np.uint64))[0]
+            return lambda o, b, c: fp32.add64(np.array([o], dtype=np.uint64), np.array([b], dtype=np.uint64))[
+                0
+            ]
         if kind == "exch":
             return lambda o, b, c: b
         if kind == "cas":
@@ -1619,9 +1692,7 @@ def _atomic_function(kind: str, t: str, ins: Instr, interp: Interpreter):
     raise interp._fail(ins, f"unsupported atomic .{kind}")
 
 
-SUPPORTED_OPS = {
-    name[4:] for name in dir(Interpreter) if name.startswith("_op_")
-}
+SUPPORTED_OPS = {name[4:] for name in dir(Interpreter) if name.startswith("_op_")}
 
 
 def _check_supported(ins: Instr) -> None:
