@@ -422,6 +422,32 @@ def test_approx_mpmath_fallback(name: str, monkeypatch: pytest.MonkeyPatch) -> N
     check(slow, [rf(x, False) for x in xs], xs, what=name)
 
 
+# real inputs whose float64 value lies within 2^-40 (relative) of a float32 rounding midpoint
+HARD_APPROX = {
+    "rsqrt": [0x1DEA0774, 0x591DFCA8],
+    "ex2": [0x42EC4FF9, 0x42A24FF9, 0xC234273C],
+    "lg2": [0x15A8031C, 0x5F138FB8, 0x04FBF0CF],
+    "sin": [0xDDCB3BD7, 0x576B1A4A, 0xC0951492],
+    "cos": [0x4592B5F2, 0x596492D7, 0x429E19B9],
+}
+
+
+@pytest.mark.parametrize("name", list(HARD_APPROX))
+def test_approx_hard_cases(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fn, rf = APPROX[name]
+    xs = HARD_APPROX[name]
+    calls: list[float] = []
+    orig = fp32._mp_round32
+
+    def spy(f: Any, x: float) -> float:
+        calls.append(x)
+        return orig(f, x)
+
+    monkeypatch.setattr(fp32, "_mp_round32", spy)
+    check(fn(u32(xs), False), [rf(x, False) for x in xs], xs, what=name)
+    assert len(calls) == len(xs)
+
+
 def test_approx_special_cases() -> None:
     pz, nz, pinf, ninf, nan, one = 0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800000
     x = u32([pz, nz, pinf, ninf, nan, 0xBF800000, one])

@@ -50,9 +50,11 @@ the rounded-to-odd float64 (53 >= 24 + 2 bits) is rounded once to float32 in the
 Division and sqrt compare the rn candidate back against the operands exactly (``q*b`` vs ``a``,
 ``s*s`` vs ``a``) to step one ulp in directed modes.
 
-Micro-benchmark (32-element arrays, this dev box, one core; ``python -m qwengpu.simt.fp32``):
-add rn ~3.5 us, add rz ~11 us, mul rn ~3.3 us, fma rn ~11 us, fma rm ~17 us, div rn ~3.4 us,
-div rz ~12 us, sqrt rn ~3.3 us.
+Micro-benchmark (32-element arrays, best of 7, 2-core dev VM under load; ``python -m
+qwengpu.simt.fp32``): add rn 3.5 us, mul rn 3.4 us, div rn 3.5 us, sqrt rn 3.4 us, setp 3.5 us,
+min 6.6 us, add rn.ftz.sat 11-13 us, add rz 13-19 us, mul rp 7 us, fma rn 11 us, fma rm/rz 15-16
+us, div rz 10-12 us, ex2/sin.approx 21-27 us; f64: add64 3.8 us, fma64 rn 43 us, fma64 directed
+~300 us (Fraction path).
 """
 
 from __future__ import annotations
@@ -219,10 +221,6 @@ def _flush32(bits: U32) -> U32:
     return np.where((bits & _EXP32) == 0, bits & _SIGN32, bits)
 
 
-def _flush64(bits: U64) -> U64:
-    return np.where((bits & _EXP64) == 0, bits & _SIGN64, bits)
-
-
 def _sat32(bits: U32) -> U32:
     # every value with the sign bit set, and every NaN, is > 0x7F800000 as an unsigned integer
     return np.where(bits > _EXP32, np.uint32(0), np.minimum(bits, _ONE32))
@@ -276,7 +274,11 @@ def _f64_to_f32(x: F64, rnd: str) -> F32:
     if rnd == "rn":
         return r
     r64 = r.astype(np.float64)
-    return _adjust(r, r64 > x, r64 < x, rnd)
+    if rnd == "rm":
+        return np.where(r64 > x, np.nextafter(r, -np.inf), r)
+    if rnd == "rp":
+        return np.where(r64 < x, np.nextafter(r, np.inf), r)
+    return np.where(np.abs(r64) > np.abs(x), np.nextafter(r, 0.0), r)
 
 
 def _round_to_odd32(hi: F64, lo: F64) -> F64:
@@ -386,6 +388,8 @@ def _exact_fallback64(
 
 def _rm_zero_fix(r: Any, zero: Bool, x_bits: Any, y_bits: Any) -> Any:
     """In rm an exact-zero sum is -0 unless both addends are +0 (bit pattern 0)."""
+    if not zero.any():
+        return r
     fix = zero & ~((x_bits == 0) & (y_bits == 0))
     return np.where(fix, -0.0, r).astype(r.dtype, copy=False)
 
@@ -530,7 +534,6 @@ def _cr_f32(y: F64, x: F32, mp_fn: Callable[[Any, Any], Any], exact: Bool | None
     if exact is not None:
         hard &= ~exact
     if hard.any():
-        r = r.copy()
         for i in np.flatnonzero(hard):
             r.flat[i] = _mp_round32(mp_fn, float(x.flat[i]))
     return r
@@ -630,11 +633,18 @@ def tanh_approx(a: U32) -> U32:
 def _minmax(a: Any, b: Any, x: Any, y: Any, nan: bool, is_min: bool, absmask: Any, cnan: Any) -> Any:
     """PTX min/max on bits ``a, b`` with float views ``x, y``; the result is one operand's bits."""
     with np.errstate(all="ignore"):
-        xn, yn = x != x, y != y
-        pick_a = np.where(xn, False, np.where(yn, True, (x <= y) if is_min else (x >= y)))
+        r = (np.fmin if is_min else np.fmax)(x, y)  # ignores a quiet NaN operand
+        bad = r != r
+        if nan:
+            bad |= (x != x) | (y != y)
+        bits = r.view(a.dtype)
+        if bad.any():  # two NaNs, a signaling NaN operand, or the .NaN modifier
+            xn, yn = x != x, y != y
+            bits = np.where(xn, b, np.where(yn, a, bits))
+            bits[(xn | yn) if nan else (xn & yn)] = cnan
     both_zero = ((a | b) & absmask) == 0
-    bits = np.where(both_zero, (a | b) if is_min else (a & b), np.where(pick_a, a, b))
-    bits[(xn | yn) if nan else (xn & yn)] = cnan
+    if both_zero.any():  # -0 < +0
+        bits = np.where(both_zero, (a | b) if is_min else (a & b), bits)
     return bits
 
 
@@ -1041,8 +1051,8 @@ def _bench() -> None:  # pragma: no cover - manual micro-benchmark
         ("sin.approx", lambda: sin_approx(a)),
     ]
     for name, fn in cases:
-        n = 20000
-        t = timeit.timeit(fn, number=n) / n * 1e6
+        n = 5000
+        t = builtins.min(timeit.repeat(fn, number=n, repeat=7)) / n * 1e6
         print(f"{name:16s} {t:7.2f} us")
 
 
