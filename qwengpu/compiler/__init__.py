@@ -1,1 +1,49 @@
-"""The transformer compiler: exact circuits in stock Qwen3.5 decoder layers."""
+"""Exact circuits compiled into the weights of stock ``transformers`` Qwen3.5 decoder layers.
+
+Read the stages in order: :mod:`ir` (circuit description) -> :mod:`ops` (primitive library) ->
+:mod:`evaluator` (exact integer oracle) -> :mod:`schedule` (layers and residual slots) ->
+:mod:`residual` (the norm-exact residual contract) -> :mod:`mlp` (formulas -> SwiGLU neurons) ->
+:mod:`memory` (DeltaNet memory banks) -> :mod:`build` (weights into ``Qwen3_5ForCausalLM``) ->
+:mod:`checkpoint` (``save_pretrained`` / ``from_pretrained``).
+
+A circuit reads like the formula it computes::
+
+    from qwengpu.compiler import Circuit, build_model, run, text_config
+
+    c = Circuit("alu")
+    a, b = c.input("a", 32), c.input("b", 32)
+    op = c.input("op", 2)
+    c.output("y", c.select(op, [a + b, a - b, a & b, a << b[:5]]))
+    c.output("lt", a.as_signed() < b.as_signed())
+    compiled = c.compile(text_config("qwen3_5_2b_text"))
+    print(compiled.report())
+    model = build_model(compiled)                       # a stock Qwen3_5ForCausalLM
+    out = run(model, compiled, {"a": [...], "b": [...], "op": [...]})
+"""
+
+from .build import (
+    CircuitIO,
+    TokenIO,
+    build_model,
+    embed_inputs,
+    forward_hidden,
+    gate_margins,
+    margin_report,
+    read_outputs,
+    run,
+    run_tokens,
+)
+from .checkpoint import load_compiled, save_compiled
+from .evaluator import EvaluationError, evaluate
+from .ir import Bit, Circuit, CircuitError, Memory, Word
+from .memory import FitError
+from .residual import ContractError, ResidualLayout
+from .schedule import CompiledCircuit, compile_circuit
+from .shapes import check_against, shipped_configs, text_config
+
+__all__ = [
+    "Bit", "Circuit", "CircuitError", "CircuitIO", "CompiledCircuit", "ContractError", "EvaluationError",
+    "FitError", "Memory", "ResidualLayout", "TokenIO", "Word", "build_model", "check_against",
+    "compile_circuit", "embed_inputs", "evaluate", "forward_hidden", "gate_margins", "load_compiled",
+    "margin_report", "read_outputs", "run", "run_tokens", "save_compiled", "shipped_configs", "text_config",
+]
