@@ -1,0 +1,369 @@
+"""Run a CUDA kernel on the machine compiled into a stock Qwen3.5 model, token by token.
+
+The host compiles and lowers the kernel, encodes the program and the initial global memory as
+prompt tokens (``protocol.py``), and then only feeds back the model's own greedy argmax tokens;
+the outputs are read from the DUMP chunks the model wrote. Launch constants (kernel parameters,
+blockDim) are folded into the program as immediates: they are the constant bank, not results.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qwengpu.errors import ExecutionError, MachineLimitError
+from qwengpu.machine import protocol as P
+from qwengpu.machine.circuit import CMPS, LANES, NCHUNK, OP, ROM_CHUNKS, MachineShape, build_machine, pack_row
+from qwengpu.machine.isa import PT, Imm, MInstr, R
+from qwengpu.machine.isa import P as Pred
+from qwengpu.simt.memory import GLOBAL_BASE
+
+M32 = 0xFFFFFFFF
+_MODEL_CACHE: dict[tuple, tuple] = {}
+DEFAULT_SHAPE = MachineShape()
+
+
+def test_config(hidden: int = 2048, intermediate: int = 4096):
+    """The small Qwen3.5 shape the tests compile the machine into (fast on CPU)."""
+    from transformers import Qwen3_5TextConfig
+
+    return Qwen3_5TextConfig(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        linear_num_key_heads=16,
+        linear_num_value_heads=16,
+        linear_key_head_dim=128,
+        linear_value_head_dim=64,
+        vocab_size=64,
+    )
+
+
+def machine_model(config=None, shape: MachineShape = DEFAULT_SHAPE):
+    """(compiled circuit, stock model) for ``config``; built once per process."""
+    from qwengpu.compiler import build_model
+
+    config = config if config is not None else test_config()
+    key = (repr(config.to_dict()), shape)
+    if key not in _MODEL_CACHE:
+        compiled = build_machine(shape).compile(config)
+        _MODEL_CACHE[key] = (compiled, build_model(compiled))
+    return _MODEL_CACHE[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# program -> ROM rows
+# ---------------------------------------------------------------------------------------------
+def _refuse(ins: MInstr, why: str) -> MachineLimitError:
+    return MachineLimitError(f"the machine in the weights cannot run `{ins}` yet: {why}")
+
+
+def _param_bank(prog, param_bytes: bytes) -> bytes:
+    """The kernel parameter bank with its launch-constant slots (as ``MachineSim.launch`` builds it)."""
+    lay = prog.layout
+    start = (lay.param_size + 3) // 4 * 4
+    bank = bytearray(param_bytes) + bytes(max(0, start - len(param_bytes)))
+    bank = bank[:start]
+    for kind, arg in prog.bank_slots:
+        if kind != "window":
+            raise MachineLimitError("the machine in the weights has no module global variables yet")
+        off, base = arg
+        v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little") - base
+        bank += (v & M32 if -(2**31 - 1) <= v <= 2**31 - 1 else 0x80000000).to_bytes(4, "little")
+    return bytes(bank)
+
+
+def _specials(block: tuple[int, int, int]) -> dict[str, int | None]:
+    """Special registers of a one-block, one-lane-group launch (None: the lane index)."""
+    return {
+        "tid.x": None,
+        "laneid": None,
+        "tid.y": 0,
+        "tid.z": 0,
+        "ntid.x": block[0],
+        "ntid.y": block[1],
+        "ntid.z": block[2],
+        "ctaid.x": 0,
+        "ctaid.y": 0,
+        "ctaid.z": 0,
+        "nctaid.x": 1,
+        "nctaid.y": 1,
+        "nctaid.z": 1,
+        "warpid": 0,
+        "nwarpid": 1,
+    }
+
+
+def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: MachineShape) -> list[int]:
+    """Every machine instruction as a ROM row; refuses what the slice cannot run (naming it)."""
+    if len(prog.code) > shape.rom_rows:
+        raise MachineLimitError(
+            f"kernel {prog.name} needs {len(prog.code)} instructions; the ROM has {shape.rom_rows}"
+        )
+    specials = _specials(block)
+    rows = []
+    for ins in prog.code:
+        f: dict[str, int] = {}
+        op = ins.op
+        srcs = list(ins.s)
+
+        def reg_or_imm(x, which: str, f=f, ins=ins) -> None:
+            if isinstance(x, R):
+                f["r" + which] = x.n
+            elif isinstance(x, Imm):
+                if f.get("a_imm") or f.get("b_imm"):
+                    raise _refuse(ins, "two immediate operands")
+                f[which + "_imm"] = 1
+                f["imm"] = x.v
+            else:
+                raise _refuse(ins, f"operand {x}")
+
+        if ins.guard is not None:
+            if ins.guard.n == PT:
+                if ins.guard.neg:
+                    raise _refuse(ins, "guard !PT")
+            else:
+                f.update(gen=1, gneg=int(ins.guard.neg), gidx=ins.guard.n)
+        if op in ("add", "sub", "and", "or", "xor", "shl", "addw", "subw"):
+            f["op"] = OP[{"addw": "add", "subw": "sub"}.get(op, op)]
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+        elif op == "mulw":
+            a, b = srcs
+            if isinstance(a, Imm):
+                a, b = b, a
+            if not (isinstance(b, Imm) and b.v and b.v & (b.v - 1) == 0):
+                raise _refuse(ins, "window multiply by a non-power-of-two")
+            f["op"] = OP["shl"]
+            reg_or_imm(a, "a")
+            reg_or_imm(Imm(b.v.bit_length() - 1), "b")
+        elif op == "shr":
+            f["op"] = OP["shrs" if ins.mod("sign") == "s" else "shr"]
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+        elif op in ("mov", "not"):
+            f["op"] = OP[op]
+            reg_or_imm(srcs[0], "a")
+        elif op == "sel":
+            f["op"] = OP["sel"]
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+            _pred_c(f, srcs[2])
+        elif op == "setp":
+            if ins.mod("cmp") not in CMPS:
+                raise _refuse(ins, f"comparison {ins.mod('cmp')}")
+            f.update(op=OP["setp"], cmp=CMPS.index(ins.mod("cmp")), csign=int(ins.mod("sign") == "s"))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+            bop = ins.mod("bop")
+            if bop is not None:
+                f["bop"] = (None, "and", "or", "xor").index(bop)
+                _pred_c(f, srcs[2])
+        elif op == "s2r":
+            sr = ins.mod("sr")
+            if sr not in specials:
+                raise _refuse(ins, f"special register {sr}")
+            f["op"] = OP["mov"]
+            if specials[sr] is None:
+                f["a_lane"] = 1
+            else:
+                reg_or_imm(Imm(int(specials[sr])), "a")  # type: ignore[arg-type]
+        elif op in ("ld", "st"):
+            space, size = ins.mod("space"), ins.mod("size")
+            if size != 4:
+                raise _refuse(ins, f"{size}-byte memory access")
+            a = srcs[0]
+            if space == "param" and op == "ld":
+                if not isinstance(a, Imm):
+                    raise _refuse(ins, "parameter load with a register address")
+                addr = (a.v + ins.mod("base") + ins.mod("off")) & M32
+                f["op"] = OP["mov"]
+                reg_or_imm(Imm(int.from_bytes(bank[addr : addr + 4], "little")), "a")
+            elif space == "global":
+                f.update(op=OP[op], off=(ins.mod("base") + ins.mod("off") - GLOBAL_BASE) & M32)
+                reg_or_imm(a, "a")
+                if op == "st":
+                    reg_or_imm(srcs[1], "b")
+            else:
+                raise _refuse(ins, f"{space} memory")
+        elif op == "bra":
+            f.update(op=OP["bra"], target=int(ins.target or 0))
+        elif op == "exit":
+            f["op"] = OP["exit"]
+        else:
+            raise _refuse(ins, f"op {op}")
+        if ins.d:
+            dd = ins.d[0]
+            f["dst"] = dd.n
+        rows.append(pack_row(f))
+    return rows
+
+
+def _pred_c(f: dict[str, int], p) -> None:
+    if not isinstance(p, Pred):
+        raise MachineLimitError(f"predicate operand {p}")
+    if p.n == PT:
+        f.update(cpt=1, cneg=int(p.neg))
+    else:
+        f.update(cidx=p.n, cneg=int(p.neg))
+
+
+# ---------------------------------------------------------------------------------------------
+# the launch
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ModelRun:
+    """What ``run_machine`` returns (shaped like ``qwengpu.runner.RunResult``)."""
+
+    kernel: str
+    outputs: dict[str, np.ndarray]
+    stats: dict
+    prompt: list[int]
+    trace: list[int]
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
+def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: MachineShape = DEFAULT_SHAPE):
+    """Compile, lower, check the slice's limits; (spec, program, prompt tokens, gmem, dump range)."""
+    from qwengpu.cuda import compile_file
+    from qwengpu.machine.lower import lower_kernel
+    from qwengpu.machine.regalloc import allocate
+    from qwengpu.machine.sim import check_program_limits
+    from qwengpu.ptx.inline import inline_calls
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
+    from qwengpu.simt.interp import _find_kernel
+    from qwengpu.spec import bind, c_signature, check_against_kernel, load_spec
+
+    cu = Path(cu_path)
+    spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
+    module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
+    fn = _find_kernel(module, spec.kernel)
+    check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
+    prog = allocate(lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]))
+    check_program_limits(prog)
+    grid, block = tuple(spec.grid), tuple(spec.block)
+    nthreads = block[0] * block[1] * block[2]
+    if grid != (1, 1, 1) or nthreads > LANES or block[1] * block[2] != 1:
+        raise MachineLimitError(
+            f"the machine in the weights runs one block of at most {LANES} threads (1-D) "
+            f"so far; the launch has grid {grid}, block {block}"
+        )
+    if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
+        raise MachineLimitError(f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates")
+    if prog.layout.static_shared or spec.shared_bytes or prog.layout.local_size:
+        raise MachineLimitError("the machine in the weights has no shared or local memory yet")
+    bound = bind(spec, inline_calls(module, fn))
+    bank = _param_bank(prog, bound.param_bytes)
+    rows = encode_program(prog, bank, block, shape)  # type: ignore[arg-type]
+    arena = bound.gmem.arena
+    nwords = (len(arena) + 3) // 4
+    if nwords > shape.gmem_words:
+        raise MachineLimitError(
+            f"the launch needs {nwords} words of global memory (with guard gaps); the "
+            f"machine in the weights has {shape.gmem_words}"
+        )
+    words = np.frombuffer(arena.tobytes().ljust(nwords * 4, b"\0"), dtype="<u4")
+    prompt: list[int] = []
+    for pc, row in enumerate(rows):
+        prompt.append(P.ctl(P.ROMADDR, pc))
+        prompt += [P.data(k, v) for k, v in enumerate(P.chunks(row, ROM_CHUNKS))]
+    for w, v in enumerate(words):
+        if v:
+            prompt.append(P.ctl(P.MEMADDR, w))
+            prompt += [P.data(k, x) for k, x in enumerate(P.chunks(int(v), NCHUNK))]
+    outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
+    lo = min((b.start - GLOBAL_BASE) // 4 for b in outs) if outs else 0
+    hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs) if outs else 0
+    prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi), P.pass_(0, (1 << nthreads) - 1)]
+    return spec, prog, prompt, bound.gmem, (lo, hi)
+
+
+@torch.no_grad()
+def generate(model, prompt: list[int], max_tokens: int) -> list[int]:
+    """Greedy, one token at a time with the model's cache (the recurrent path), until HALT."""
+    ids = torch.tensor([prompt])
+    out = model(input_ids=ids, use_cache=True)
+    cache = out.cache
+    nxt = int(out.logits[0, -1].argmax())
+    trace = [nxt]
+    halt = P.ctl(P.HALT)
+    while nxt != halt and len(trace) < max_tokens:
+        o = model(input_ids=torch.tensor([[nxt]]), cache=cache, use_cache=True)
+        cache = o.cache
+        nxt = int(o.logits[0, -1].argmax())
+        trace.append(nxt)
+    return trace
+
+
+def decode_dump(trace: list[int]) -> dict[int, int]:
+    """Words the model dumped: DUMPADDR(w) followed by its three chunks."""
+    words: dict[int, int] = {}
+    addr, parts = None, []
+    for t in trace:
+        tk = P.decode(t)
+        if tk.kind == "DUMPADDR":
+            addr, parts = tk.a, []
+        elif tk.kind == "DATA" and addr is not None:
+            if tk.a != len(parts):
+                raise ExecutionError(f"malformed dump at word {addr}: {tk}")
+            parts.append(tk.b)
+            if len(parts) == NCHUNK:
+                words[addr] = sum(p << (P.CHUNK * j) for j, p in enumerate(parts)) & M32
+    return words
+
+
+def run_machine(
+    cu_path: str | Path,
+    spec_path: str | Path | None = None,
+    *,
+    config=None,
+    shape: MachineShape = DEFAULT_SHAPE,
+    max_tokens: int = 20000,
+    model=None,
+) -> ModelRun:
+    """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens."""
+    from qwengpu.spec import compare, read_outputs
+
+    spec, prog, prompt, gmem, (lo, hi) = prepare(cu_path, spec_path, shape)
+    if model is None:
+        _, model = machine_model(config, shape)
+    t0 = time.perf_counter()
+    trace = generate(model, prompt, max_tokens)
+    seconds = time.perf_counter() - t0
+    if trace[-1] != P.ctl(P.HALT):
+        raise ExecutionError(f"the model did not halt within {max_tokens} tokens")
+    words = decode_dump(trace)
+    missing = [w for w in range(lo, hi) if w not in words]
+    if missing:
+        raise ExecutionError(f"the model's dump lacks words {missing[:8]}")
+    arena = np.zeros_like(gmem.arena)
+    view = arena[: len(arena) // 4 * 4].view("<u4")
+    for w, v in words.items():
+        if w < len(view):
+            view[w] = v
+    gmem.arena = arena
+    outputs = read_outputs(spec, gmem)
+    passes = 1 + sum(P.decode(t).kind == "PASS" for t in trace)
+    stats = {
+        "warp_instructions": passes,
+        "tokens": len(trace),
+        "prompt_tokens": len(prompt),
+        "machine_instructions": len(prog.code),
+        "registers": prog.nregs,
+        "tokens_per_warp_instruction": round(len(trace) / passes, 3),
+        "seconds": round(seconds, 3),
+    }
+    mism = compare(spec, outputs) if spec.expected else []
+    return ModelRun(spec.kernel, outputs, stats, prompt, trace, mism)
