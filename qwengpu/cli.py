@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})",
     )
     p.add_argument("--progress", action="store_true", help="show progress on stderr for long launches")
+    p.add_argument(
+        "--runtime",
+        default="fast",
+        choices=["fast", "stock"],
+        help="machine engine: our sparse runtime (proven token-identical) or the stock "
+        "transformers forward (slow)",
+    )
     _add_compile_flags(p)
 
     p = sub.add_parser("check", help='run every spec with "expected" in a folder; non-zero exit on mismatch')
@@ -84,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object with every result")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
     _add_compile_flags(p)
+
+    p = sub.add_parser("machine", help="the GPU compiled into the weights: limits and facts")
+    p.add_argument("action", choices=["info"], help="info: print the machine's real limits")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("hwcheck", help="compare every corpus kernel, bit for bit, with a real NVIDIA GPU")
     p.add_argument("dir", nargs="?", default="kernels", help="folder of kernels (default: kernels)")
@@ -138,6 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         trace=trace,
         progress=_progress_printer(args.progress),
         model_dir=args.model,
+        runtime=args.runtime,
     )
     if args.progress:
         print(file=sys.stderr)
@@ -149,10 +161,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shown = vals if len(vals) <= 64 else [*vals[:64], f"... ({len(vals)} values)"]
             print(f"{name} = {json.dumps(shown)}")
         st = res.stats
-        print(
-            f"[{res.engine}] {st['warp_instructions']:,} warp instructions in {st['seconds']:.3f} s "
-            f"({st['warp_instructions_per_second']:,}/s)"
-        )
+        line = f"[{res.engine}] {st['warp_instructions']:,} warp instructions in {st['seconds']:.3f} s"
+        if "warp_instructions_per_second" in st:
+            line += f" ({st['warp_instructions_per_second']:,}/s)"
+        if "tokens" in st:
+            line += (
+                f"; the model wrote {st['tokens']:,} tokens after a {st['prompt_tokens']:,}-token prompt "
+                f"({st['runtime']} runtime)"
+            )
+        print(line)
         if res.approximate:
             print(
                 f"note: uses approximate instructions ({', '.join(res.approximate)}); "
@@ -226,6 +243,34 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_machine(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from qwengpu.machine.circuit import LANES, MachineShape
+    from qwengpu.machine.limits import LIMITS, machine_limits
+
+    shape = MachineShape()
+    slice_rows = [
+        ("threads_per_block", LANES, "threads (one 4-lane group, one block, 1-D)"),
+        ("blocks_per_launch", 1, "block per launch"),
+        ("registers", shape.nregs, "32-bit registers per thread"),
+        ("predicates", shape.npreds, "1-bit predicates per thread"),
+        ("global_words", shape.gmem_words, "32-bit words of global memory (guard gaps included)"),
+        ("program", shape.rom_rows, "machine instructions of program ROM"),
+    ]
+    if args.json:
+        print(json.dumps({"isa": asdict(LIMITS), "in_weights": {k: v for k, v, _ in slice_rows}}))
+        return 0
+    print("machine ISA limits (lowering, register allocation and the ISA simulator enforce these):")
+    for _, v, unit in machine_limits():
+        print(f"  {v:>6}  {unit}")
+    print("\nthe machine compiled into the weights (first slice; integer subset, no shared/local memory):")
+    for _, v, unit in slice_rows:
+        print(f"  {v:>6}  {unit}")
+    print("\na launch beyond a limit is refused with a message naming the limit (exit code 6)")
+    return 0
+
+
 def _cmd_hwcheck(args: argparse.Namespace) -> int:
     from qwengpu.hw.hwcheck import hwcheck
 
@@ -238,7 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd is None:
         ap.print_help()
         return 2
-    handlers = {"ptx": _cmd_ptx, "run": _cmd_run, "check": _cmd_check, "hwcheck": _cmd_hwcheck}
+    handlers = {
+        "ptx": _cmd_ptx,
+        "run": _cmd_run,
+        "check": _cmd_check,
+        "machine": _cmd_machine,
+        "hwcheck": _cmd_hwcheck,
+    }
     try:
         return handlers[args.cmd](args)
     except QwenGPUError as exc:

@@ -1,8 +1,9 @@
 """One launch, start to finish: CUDA -> PTX -> engine -> outputs, shared by ``run`` and ``check``.
 
-Engines: ``interp`` (the reference SIMT interpreter). The compiled-machine engines
-(``machine``, ``model``) plug in here when they land; asking for one that does not exist yet is
-a clear error, not a silent fallback.
+Engines: ``interp`` (the reference SIMT interpreter) and ``machine`` (the GPU compiled into a
+stock Qwen3.5 model; so far a first slice that refuses, with a ``MachineLimitError`` naming the
+reason, what it cannot run). ``model`` (the machine in front of Qwen3.5-2B) is a clear error until
+it lands — never a silent fallback.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def run_kernel(
     trace: Callable[[str], None] | None = None,
     progress: Callable[[Stats], None] | None = None,
     model_dir: str | None = None,
+    runtime: str = "fast",
 ) -> RunResult:
     """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back."""
     cu = Path(cu_path)
@@ -103,11 +105,13 @@ def run_kernel(
     module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(source, spec.kernel))
-    if engine != "interp":
+    if engine == "model":
         raise QwenGPUError(
-            f"engine {engine!r} is not available yet: the compiled machine has not landed "
-            "(see issue 'The GPU in the weights'); use --engine interp"
+            "engine 'model' (the machine mounted in front of a Qwen3.5-2B) is not available yet; "
+            "use --engine machine (the machine alone in a stock Qwen3.5 model) or --engine interp"
         )
+    if engine == "machine":
+        return _run_on_machine(cu, Path(spec_path), spec, runtime)
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
@@ -125,6 +129,19 @@ def run_kernel(
     sd["warp_instructions_per_second"] = round(stats.warp_instructions / max(sd["seconds"], 1e-9))
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
     result.mismatches = compare(spec, outputs)
+    return result
+
+
+def _run_on_machine(cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str) -> RunResult:
+    """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
+    from qwengpu.machine.engine import run_machine
+
+    t0 = time.perf_counter()
+    run = run_machine(cu, spec_path, runtime=runtime)
+    stats = dict(run.stats)
+    stats["seconds_total"] = round(time.perf_counter() - t0, 3)
+    result = RunResult(spec.kernel, "machine", spec, run.outputs, stats)
+    result.mismatches = compare(spec, run.outputs)
     return result
 
 

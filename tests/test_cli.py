@@ -89,7 +89,10 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     p = cli("run", str(tmp_path / "missing.cu"))
     assert p.returncode != 0
     _no_traceback(p)
-    p = cli("run", str(dot), "--engine", "machine")
+    p = cli("run", str(dot), "--engine", "machine")  # float ops are beyond the first machine slice
+    assert p.returncode == 6 and "the machine in the weights cannot run" in p.stderr
+    _no_traceback(p)
+    p = cli("run", str(dot), "--engine", "model")
     assert p.returncode != 0 and "not available yet" in p.stderr
     _no_traceback(p)
     (tmp_path / "spin.cu").write_text(

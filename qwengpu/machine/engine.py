@@ -332,15 +332,27 @@ def run_machine(
     shape: MachineShape = DEFAULT_SHAPE,
     max_tokens: int = 20000,
     model=None,
+    runtime: str = "fast",
 ) -> ModelRun:
-    """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens."""
+    """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
+
+    ``runtime="stock"`` runs the stock ``transformers`` forward token by token; ``"fast"`` runs the
+    same weights through :mod:`qwengpu.runtime.fast`, which tests prove token-for-token identical.
+    """
     from qwengpu.spec import compare, read_outputs
 
     spec, prog, prompt, gmem, (lo, hi) = prepare(cu_path, spec_path, shape)
     if model is None:
         _, model = machine_model(config, shape)
+    if runtime not in ("fast", "stock"):
+        raise ValueError(f"unknown runtime {runtime!r} (fast or stock)")
     t0 = time.perf_counter()
-    trace = generate(model, prompt, max_tokens)
+    if runtime == "fast":
+        from qwengpu.runtime import run_trace_fast
+
+        trace = run_trace_fast(model, prompt, max_tokens)
+    else:
+        trace = generate(model, prompt, max_tokens)
     seconds = time.perf_counter() - t0
     if trace[-1] != P.ctl(P.HALT):
         raise ExecutionError(f"the model did not halt within {max_tokens} tokens")
@@ -364,6 +376,7 @@ def run_machine(
         "registers": prog.nregs,
         "tokens_per_warp_instruction": round(len(trace) / passes, 3),
         "seconds": round(seconds, 3),
+        "runtime": runtime,
     }
     mism = compare(spec, outputs) if spec.expected else []
     return ModelRun(spec.kernel, outputs, stats, prompt, trace, mism)

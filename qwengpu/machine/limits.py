@@ -1,0 +1,62 @@
+"""The machine's capacity, in one place: every program and launch is checked against it.
+
+Why one place: the compiled transformer is sized from these numbers (register file rows, ROM
+rows, memory rows), so the lowering, the simulator and ``qwengpu machine info`` must agree.
+A program or launch that exceeds a limit is refused with a ``MachineLimitError`` that names the
+limit and the amount needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from qwengpu.errors import MachineLimitError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Capacities of the machine (the minimums the design brief asks for, or more)."""
+
+    threads_per_block: int = 64
+    blocks_per_launch: int = 64
+    registers: int = 32  # general registers per thread, after allocation
+    predicates: int = 8  # one-bit predicate registers per thread (PT is extra)
+    global_words: int = 1024  # 32-bit words of global memory, all buffers together
+    shared_words: int = 256  # 32-bit words of shared memory per block (static + dynamic)
+    local_words: int = 16  # 32-bit words of per-thread local memory (.local arrays, spills)
+    param_words: int = 64  # 32-bit words of the kernel parameter bank (with launch constants)
+    program: int = 4096  # machine instructions in the program ROM
+
+    def as_rows(self) -> list[tuple[str, int, str]]:
+        """(name, value, unit) rows for printing."""
+        units = {
+            "threads_per_block": "threads per block",
+            "blocks_per_launch": "blocks per launch",
+            "registers": "32-bit registers per thread (r0..r31) after allocation",
+            "predicates": "1-bit predicates per thread (p0..p7; PT is the constant true)",
+            "global_words": "32-bit words of global memory (all buffers together)",
+            "shared_words": "32-bit words of shared memory per block",
+            "local_words": "32-bit words of local memory per thread",
+            "param_words": "32-bit words of kernel parameters and launch constants",
+            "program": "machine instructions of program",
+        }
+        return [(k, v, units[k]) for k, v in asdict(self).items()]
+
+
+LIMITS = Limits()
+
+
+def machine_limits() -> list[tuple[str, int, str]]:
+    """The limits for printing (``qwengpu machine info``)."""
+    return LIMITS.as_rows()
+
+
+def format_limits() -> str:
+    """The limits as aligned text lines."""
+    return "\n".join(f"  {v:>6}  {unit}" for _, v, unit in machine_limits())
+
+
+def need(what: str, amount: int, limit: int, unit: str) -> None:
+    """Refuse when ``amount`` exceeds ``limit``: '<what> needs N <unit>; the machine has M'."""
+    if amount > limit:
+        raise MachineLimitError(f"{what} needs {amount} {unit}; the machine has {limit}")

@@ -1,0 +1,576 @@
+"""Register allocation: virtual registers of a lowered program -> r0..r31 and p0..p7.
+
+Why this way: the register file is per-lane state the model must carry in its recurrent memory,
+so the machine has a fixed 32 general and 8 predicate registers per thread. Allocation is
+classic: liveness over the machine CFG (unstructured, with per-lane branches — each lane runs a
+sequential path, so per-thread liveness is exact), an interference graph, move coalescing and
+Chaitin-Briggs colouring. Values that do not fit are spilled to a per-thread spill area; if even
+that fails, the program is refused with a ``MachineLimitError`` naming the registers needed.
+
+SIMT-specific rules:
+* a guarded (predicated) definition does not kill: lanes whose guard is false keep the old value;
+* a register that ``shfl`` reads from other lanes is *pinned*: it shares its physical register
+  with nothing, so an inactive or exited lane still holds that register's last value, exactly as
+  in the interpreter (whose registers are never reused);
+* a cross-lane op's destination never shares a register with its sources (4-lane passes);
+* a register read before any write on some path is zeroed at entry (the interpreter zeroes all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine.isa import FALSE, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.machine.limits import LIMITS
+from qwengpu.machine.lower import Program
+
+CROSS_LANE = ("shfl", "shflp", "vote", "ballot")
+
+
+# ---------------------------------------------------------------------------------------------
+# program surgery that keeps branch targets, PTX weights and ranges right
+# ---------------------------------------------------------------------------------------------
+AFTER = -2  # an inserted instruction that runs after the previous old one (jumps to the next skip it)
+
+
+def rebuild(prog: Program, items: list[tuple[int, MInstr]]) -> Program:
+    """New program from ``items``: (old pc, instruction), or (-1, instruction) inserted before the
+    next old instruction (every path into that instruction runs it), or (AFTER, instruction)
+    inserted after the previous old one. An old pc that disappears maps to the next survivor."""
+    n_old = len(prog.code)
+    new_code: list[MInstr] = []
+    first_new: dict[int, int] = {}  # old pc -> new pc where its group starts
+    pending: list[int] = []
+    for old, ins in items:
+        if old == AFTER:
+            new_code.append(ins)
+            continue
+        pending.append(len(new_code))
+        new_code.append(ins)
+        if old >= 0:
+            first_new[old] = pending[0]
+            pending = []
+    mapping = [0] * (n_old + 1)
+    nxt = len(new_code)
+    for pc in range(n_old, -1, -1):
+        if pc in first_new:
+            nxt = first_new[pc]
+        mapping[pc] = nxt
+    out = []
+    for ins in new_code:
+        ins = replace(ins, m=dict(ins.m))
+        if ins.target is not None:
+            ins.target = mapping[ins.target]
+        out.append(ins)
+    ranges = [(mapping[a], mapping[b]) for a, b in prog.ptx_ranges]
+    return replace(prog, code=out, ptx_ranges=ranges)
+
+
+# ---------------------------------------------------------------------------------------------
+# liveness
+# ---------------------------------------------------------------------------------------------
+def _regs(xs: tuple, cls: type) -> list[int]:
+    return [x.n for x in xs if isinstance(x, cls) and not (cls is P and x.n == PT)]
+
+
+def successors(code: list[MInstr]) -> list[list[int]]:
+    n = len(code)
+    succ: list[list[int]] = []
+    for pc, ins in enumerate(code):
+        s: list[int] = []
+        if ins.op == "bra":
+            s.append(ins.target)  # type: ignore[arg-type]
+            if ins.guard is not None and pc + 1 < n:
+                s.append(pc + 1)
+        elif ins.op == "exit" and ins.guard is None:
+            pass
+        elif pc + 1 < n:
+            s.append(pc + 1)
+        succ.append(s)
+    return succ
+
+
+def use_def(ins: MInstr, cls: type) -> tuple[set[int], set[int], set[int]]:
+    """(uses, killing defs, all defs) of one class of registers."""
+    uses = set(_regs(ins.s, cls))
+    if cls is P and ins.guard is not None and ins.guard.n != PT:
+        uses.add(ins.guard.n)
+    defs = set(_regs(ins.d, cls))
+    kills = set() if ins.guard is not None else defs
+    if ins.guard is not None:
+        uses |= defs  # a predicated write keeps the other lanes' value: the old value flows through
+    return uses, kills, defs
+
+
+def liveness(code: list[MInstr], cls: type) -> tuple[list[int], list[int]]:
+    """live-in and live-out bitsets (Python ints) per pc."""
+    n = len(code)
+    succ = successors(code)
+    ud = [use_def(ins, cls) for ins in code]
+    use_b = [sum(1 << u for u in x[0]) for x in ud]
+    kill_b = [sum(1 << k for k in x[1]) for x in ud]
+    live_in = [0] * n
+    live_out = [0] * n
+    changed = True
+    order = list(range(n - 1, -1, -1))
+    while changed:
+        changed = False
+        for pc in order:
+            out = 0
+            for s in succ[pc]:
+                out |= live_in[s]
+            inn = use_b[pc] | (out & ~kill_b[pc])
+            if out != live_out[pc] or inn != live_in[pc]:
+                live_out[pc] = out
+                live_in[pc] = inn
+                changed = True
+    return live_in, live_out
+
+
+def _bits(x: int) -> list[int]:
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# colouring
+# ---------------------------------------------------------------------------------------------
+def _interference(code: list[MInstr], cls: type, nvirt: int, pinned: set[int]) -> tuple[list[set[int]], list]:
+    _, live_out = liveness(code, cls)
+    adj: list[set[int]] = [set() for _ in range(nvirt)]
+    moves = []
+    for pc, ins in enumerate(code):
+        defs = _regs(ins.d, cls)
+        if not defs:
+            continue
+        out = live_out[pc]
+        skip = -1
+        if cls is R and ins.op == "mov" and isinstance(ins.s[0], R) and ins.guard is None:
+            skip = ins.s[0].n
+            moves.append((ins.d[0].n, skip))
+        if (
+            cls is P
+            and ins.op == "plop"
+            and ins.guard is None
+            and ins.m.get("bop") == "and"
+            and ins.s[1] == TRUE
+            and not ins.s[0].neg
+            and ins.s[0].n != PT
+        ):
+            skip = ins.s[0].n
+            moves.append((ins.d[0].n, skip))
+        live = _bits(out)
+        for d in defs:
+            for v in live:
+                if v != d and v != skip:
+                    adj[d].add(v)
+                    adj[v].add(d)
+        if ins.op in CROSS_LANE:
+            for d in defs:
+                for v in _regs(ins.s, cls):
+                    if v != d:
+                        adj[d].add(v)
+                        adj[v].add(d)
+    for p in pinned:
+        for v in range(nvirt):
+            if v != p:
+                adj[p].add(v)
+                adj[v].add(p)
+    return adj, moves
+
+
+def _color(adj: list[set[int]], nodes: list[int], k: int) -> dict[int, int] | None:
+    """Chaitin-Briggs simplify/select with optimistic colouring; None when some node gets no colour."""
+    deg = {v: len(adj[v] & set(nodes)) for v in nodes}
+    remaining = set(nodes)
+    stack = []
+    while remaining:
+        low = [v for v in remaining if deg[v] < k]
+        v = min(low, key=lambda x: (deg[x], x)) if low else max(remaining, key=lambda x: (deg[x], -x))
+        stack.append(v)
+        remaining.discard(v)
+        for u in adj[v]:
+            if u in remaining:
+                deg[u] -= 1
+    color: dict[int, int] = {}
+    for v in reversed(stack):
+        used = {color[u] for u in adj[v] if u in color}
+        c = next((c for c in range(k) if c not in used), None)
+        if c is None:
+            return None
+        color[v] = c
+    return color
+
+
+def _allocate_class(
+    code: list[MInstr], cls: type, nvirt: int, k: int, pinned: set[int], coalesce: str
+) -> tuple[dict[int, int] | None, int]:
+    adj, moves = _interference(code, cls, nvirt, pinned if cls is R else set())
+    used = set()
+    for ins in code:
+        used.update(_regs(ins.d, cls))
+        used.update(_regs(ins.s, cls))
+        if cls is P and ins.guard is not None:
+            used.add(ins.guard.n)
+    # coalescing: union-find over move-related, non-interfering pairs
+    parent = list(range(nvirt))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    if coalesce != "none":
+        for d, s in moves:
+            a, b = find(d), find(s)
+            if a == b or b in adj[a] or a in pinned or b in pinned:
+                continue
+            if coalesce == "conservative":
+                merged = adj[a] | adj[b]
+                if sum(1 for u in merged if len(adj[u]) >= k) >= k:
+                    continue
+            parent[b] = a
+            for u in adj[b]:
+                adj[u].discard(b)
+                adj[u].add(a)
+                adj[a].add(u)
+            adj[b] = set()
+    nodes = sorted({find(v) for v in used})
+    color = _color(adj, nodes, k)
+    maxlive = _max_live(code, cls)
+    if color is None:
+        return None, maxlive
+    return {v: color[find(v)] for v in used}, maxlive
+
+
+def _max_live(code: list[MInstr], cls: type) -> int:
+    live_in, live_out = liveness(code, cls)
+    best = 0
+    for pc in range(len(code)):
+        best = max(best, bin(live_in[pc]).count("1"), bin(live_out[pc]).count("1"))
+    return best
+
+
+def _zero_init(prog: Program) -> Program:
+    """Zero the registers a lane may read before writing them (the interpreter zeroes all)."""
+    items: list[tuple[int, MInstr]] = []
+    li_r, _ = liveness(prog.code, R)
+    li_p, _ = liveness(prog.code, P)
+    if not prog.code:
+        return prog
+    for v in _bits(li_r[0]):
+        items.append((-1, MInstr("mov", (R(v),), (Imm(0),), ptx=prog.code[0].ptx)))
+    for v in _bits(li_p[0]):
+        items.append((-1, MInstr("plop", (P(v),), (FALSE, TRUE), {"bop": "and"}, ptx=prog.code[0].ptx)))
+    if not items:
+        return prog
+    items += list(enumerate(prog.code))
+    return rebuild(prog, items)
+
+
+# ---------------------------------------------------------------------------------------------
+# rematerialization and spilling
+# ---------------------------------------------------------------------------------------------
+def _remat_def(ins: MInstr) -> bool:
+    """A definition that can be recomputed anywhere: an immediate, a constant-bank word, a
+    special register (per-thread constants)."""
+    if ins.guard is not None:
+        return False
+    if ins.op == "mov" and isinstance(ins.s[0], Imm):
+        return True
+    if ins.op == "s2r" and ins.m.get("sr") != "clock":
+        return True
+    return ins.op == "ld" and ins.m.get("space") == "param" and isinstance(ins.s[0], Imm)
+
+
+def _rename(ins: MInstr, old: int, new: int, srcs: bool, dsts: bool) -> MInstr:
+    def f(x: object) -> object:
+        return R(new) if isinstance(x, R) and x.n == old else x
+
+    return replace(
+        ins,
+        d=tuple(f(x) for x in ins.d) if dsts else ins.d,
+        s=tuple(f(x) for x in ins.s) if srcs else ins.s,
+        m=dict(ins.m),
+    )
+
+
+def _split(prog: Program, v: int, remat: MInstr | None) -> Program:
+    """Shorten v's live range to single instructions: recompute it before each use (remat), or
+    keep it in a spill slot (store after each definition, load before each use)."""
+    slot = prog.spill_words
+    nr = prog.nregs
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(prog.code):
+        uses = any(isinstance(x, R) and x.n == v for x in ins.s) or (
+            ins.guard is not None and any(isinstance(x, R) and x.n == v for x in ins.d)
+        )
+        defs = any(isinstance(x, R) and x.n == v for x in ins.d)
+        if remat is not None and defs:
+            continue  # v's only definition: recomputed at each use instead
+        cur = ins
+        if uses:
+            t = nr
+            nr += 1
+            if remat is not None:
+                items.append((-1, replace(remat, d=(R(t),), m=dict(remat.m), ptx=ins.ptx)))
+            else:
+                items.append(
+                    (
+                        -1,
+                        MInstr(
+                            "ld",
+                            (R(t),),
+                            (Imm(0),),
+                            {"space": "spill", "size": 4, "off": 4 * slot},
+                            ptx=ins.ptx,
+                        ),
+                    )
+                )
+            cur = _rename(cur, v, t, True, ins.guard is not None)
+            if defs and ins.guard is not None:
+                items.append((pc, cur))
+                items.append(
+                    (
+                        AFTER,
+                        MInstr(
+                            "st",
+                            (),
+                            (Imm(0), R(t)),
+                            {"space": "spill", "size": 4, "off": 4 * slot},
+                            ins.guard,
+                            ptx=ins.ptx,
+                        ),
+                    )
+                )
+                continue
+        if defs:
+            t = nr
+            nr += 1
+            cur = _rename(cur, v, t, False, True)
+            items.append((pc, cur))
+            items.append(
+                (
+                    AFTER,
+                    MInstr(
+                        "st",
+                        (),
+                        (Imm(0), R(t)),
+                        {"space": "spill", "size": 4, "off": 4 * slot},
+                        ins.guard,
+                        ptx=ins.ptx,
+                    ),
+                )
+            )
+            continue
+        items.append((pc, cur))
+    out = rebuild(prog, items)
+    return replace(out, nregs=nr, spill_words=slot + (remat is None))
+
+
+def _choose_victim(prog: Program, fresh: set[int]) -> tuple[int, MInstr | None] | None:
+    """The register whose splitting frees the most: long live range, few uses; cheap remat first."""
+    li, lo = liveness(prog.code, R)
+    span = [0] * prog.nregs
+    for x in lo:
+        for v in _bits(x):
+            span[v] += 1
+    defs: dict[int, list[MInstr]] = {}
+    nuse = [0] * prog.nregs
+    for ins in prog.code:
+        for x in ins.d:
+            if isinstance(x, R):
+                defs.setdefault(x.n, []).append(ins)
+        for x in ins.s:
+            if isinstance(x, R):
+                nuse[x.n] += 1
+
+    def remat_of(v: int, depth: int = 0) -> MInstr | None:
+        d = defs.get(v, [])
+        if len(d) != 1 or depth > 8:
+            return None
+        if _remat_def(d[0]):
+            return d[0]
+        if d[0].op == "mov" and d[0].guard is None and isinstance(d[0].s[0], R):  # look through copies
+            return remat_of(d[0].s[0].n, depth + 1)
+        return None
+
+    best = None
+    for v in range(prog.nregs):
+        if v in fresh or v in prog.pinned or span[v] < 3 or v not in defs:
+            continue
+        d = defs[v]
+        remat = remat_of(v)
+        cost = nuse[v] if remat is not None else 2 * (nuse[v] + len(d))
+        score = span[v] / (cost + 1) * (4 if remat is not None else 1)
+        if best is None or score > best[0]:
+            best = (score, v, remat)
+    return None if best is None else (best[1], best[2])
+
+
+# ---------------------------------------------------------------------------------------------
+# cleanups before allocation
+# ---------------------------------------------------------------------------------------------
+KEEP = ("st", "atom", "trap", "bar", "exit", "bra")  # effects beyond their destinations
+
+
+def propagate_constants(prog: Program) -> Program:
+    """A register whose only definition is ``mov r, imm`` is replaced by the immediate at its uses
+    (not as a shuffle's source: other lanes may read it before they wrote it)."""
+    defs: dict[int, list[MInstr]] = {}
+    for ins in prog.code:
+        for x in ins.d:
+            if isinstance(x, R):
+                defs.setdefault(x.n, []).append(ins)
+    const: dict[int, Imm] = {}
+    for v, ds in defs.items():
+        d0 = ds[0]
+        if (
+            len(ds) == 1
+            and d0.op == "mov"
+            and d0.guard is None
+            and isinstance(d0.s[0], Imm)
+            and v not in prog.pinned
+        ):
+            const[v] = d0.s[0]
+    if not const or not prog.code:
+        return prog
+    live_in, _ = liveness(prog.code, R)
+    const = {v: c for v, c in const.items() if not (live_in[0] >> v) & 1}
+    out = []
+    for ins in prog.code:
+        srcs = tuple(
+            const[x.n] if isinstance(x, R) and x.n in const and not (ins.op == "shfl" and k == 0) else x
+            for k, x in enumerate(ins.s)
+        )
+        out.append(replace(ins, s=srcs, m=dict(ins.m)) if srcs != ins.s else ins)
+    return replace(prog, code=out)
+
+
+def eliminate_dead_code(prog: Program) -> Program:
+    """Drop instructions whose only effect is writing registers nobody reads (memory loads stay:
+    they can fault, except constant-bank reads)."""
+    while True:
+        _, lo_r = liveness(prog.code, R)
+        _, lo_p = liveness(prog.code, P)
+        items: list[tuple[int, MInstr]] = []
+        removed = False
+        for pc, ins in enumerate(prog.code):
+            bank = ins.op == "ld" and ins.m.get("space") == "param" and isinstance(ins.s[0], Imm)
+            pure = ins.op not in KEEP and (ins.op != "ld" or bank)
+            dead = all(
+                not ((lo_r[pc] if isinstance(x, R) else lo_p[pc]) >> x.n) & 1
+                and not (isinstance(x, R) and x.n in prog.pinned)  # other lanes may read it (shfl)
+                for x in ins.d
+            )
+            if pure and ins.d and dead:
+                removed = True
+                continue
+            items.append((pc, ins))
+        if not removed:
+            return prog
+        prog = rebuild(prog, items)
+
+
+def limit_immediates(prog: Program, max_imms: int) -> Program:
+    """Materialize immediates beyond ``max_imms`` per instruction into registers (``mov``), for
+    decoders with fewer immediate fields (the ISA itself allows one per operand)."""
+    nr = prog.nregs
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(prog.code):
+        imms = [k for k, x in enumerate(ins.s) if isinstance(x, Imm)]
+        if ins.op in ("ld", "st", "atom") and imms and imms[0] == 0:
+            imms = imms[1:]  # an immediate address is the address field, not an operand
+        srcs = list(ins.s)
+        for k in imms[max_imms:] if len(imms) > max_imms else []:
+            items.append((-1, MInstr("mov", (R(nr),), (srcs[k],), ptx=ins.ptx)))
+            srcs[k] = R(nr)
+            nr += 1
+        items.append((pc, replace(ins, s=tuple(srcs), m=dict(ins.m)) if srcs != list(ins.s) else ins))
+    return replace(rebuild(prog, items), nregs=nr)
+
+
+def allocate(
+    prog: Program,
+    k_regs: int | None = None,
+    k_preds: int | None = None,
+    spill: bool = True,
+    max_immediates: int | None = None,
+) -> Program:
+    """Allocate registers (rematerializing constants and spilling to per-thread slots when 32 do
+    not suffice, unless ``spill`` is off); refuse with MachineLimitError when the kernel does not fit."""
+    kr = LIMITS.registers if k_regs is None else k_regs
+    kp = LIMITS.predicates if k_preds is None else k_preds
+    prog = _zero_init(prog)
+    prog = eliminate_dead_code(propagate_constants(prog))
+    if max_immediates is not None:
+        prog = limit_immediates(prog, max_immediates)
+    rmap = pmap = None
+    need_p = 0
+    need_r = _max_live(prog.code, R)
+    fresh: set[int] = set()
+    while True:
+        for mode in ("aggressive", "conservative", "none"):
+            rmap, _ = _allocate_class(prog.code, R, prog.nregs, kr, prog.pinned, mode)
+            if rmap is not None:
+                break
+        if rmap is not None:
+            break
+        victim = _choose_victim(prog, fresh) if spill else None
+        local_words = (prog.layout.local_size + 3) // 4 + prog.spill_words
+        if victim is None or (victim[1] is None and local_words >= LIMITS.local_words):
+            raise MachineLimitError(
+                f"kernel {prog.name} needs {max(need_r, kr + 1)} registers after allocation; the machine has "
+                f"{kr} (at most {need_r} values are live at once; spilling did not make it fit)"
+            )
+        before = prog.nregs
+        prog = _split(prog, victim[0], victim[1])
+        fresh |= set(range(before, prog.nregs))
+    code = prog.code
+    for mode in ("aggressive", "conservative", "none"):
+        pmap, need_p = _allocate_class(code, P, prog.npreds, kp, set(), mode)
+        if pmap is not None:
+            break
+    if pmap is None:
+        raise MachineLimitError(
+            f"kernel {prog.name} needs {max(need_p, kp + 1)} predicate registers after allocation; "
+            f"the machine has {kp}"
+        )
+
+    def mr(x: object) -> object:
+        if isinstance(x, R):
+            return R(rmap[x.n])  # type: ignore[index]
+        if isinstance(x, P) and x.n != PT:
+            return P(pmap[x.n], x.neg)  # type: ignore[index]
+        return x
+
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(code):
+        new = MInstr(
+            ins.op,
+            tuple(mr(x) for x in ins.d),
+            tuple(mr(x) for x in ins.s),
+            dict(ins.m),
+            mr(ins.guard) if ins.guard is not None else None,
+            ins.target,
+            ins.ptx,
+        )  # type: ignore[arg-type]
+        if new.op == "mov" and new.s[0] == new.d[0]:
+            continue  # coalesced move
+        if new.op == "plop" and new.m.get("bop") == "and" and new.s[1] == TRUE and new.s[0] == new.d[0]:
+            continue
+        items.append((pc, new))
+    out = rebuild(prog, items)
+    nregs = 1 + max((x.n for ins in out.code for x in (*ins.d, *ins.s) if isinstance(x, R)), default=-1)
+    npreds = 1 + max(
+        (x.n for ins in out.code for x in (*ins.d, *ins.s, ins.guard) if isinstance(x, P) and x.n != PT),
+        default=-1,
+    )
+    pinned = {rmap[v] for v in prog.pinned if v in rmap}
+    return replace(out, nregs=nregs, npreds=npreds, allocated=True, pinned=pinned)

@@ -1,0 +1,1427 @@
+"""Exact reference simulator of the machine: runs a lowered program on a model of its datapath.
+
+Why: the compiled transformer must reproduce this simulator token for token, and this simulator
+must reproduce the interpreter bit for bit; it is the bridge between the two oracles.
+
+Datapath model: a warp of 32 threads issues one machine instruction at a time (per-lane PCs,
+min-PC scheduling, exactly as the interpreter does for PTX); the 4-lane datapath executes it in
+up to 8 passes of 4 lanes, skipping lane groups with no active thread. Lanes are independent
+within a pass; cross-lane ops (``shfl``, ``vote``, ``ballot``) read the other lanes' registers,
+and the lowering guarantees their destination is not one of their sources, so executing them
+pass by pass gives the same result as reading the whole warp first. Atomics are applied lane by
+lane in lane order. Float semantics come from ``qwengpu.simt.fp32`` (the interpreter's own
+functions); fault messages are the interpreter's, naming the PTX instruction each machine
+instruction came from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
+from qwengpu.machine.isa import POISON, PT, Imm, MInstr, P, R
+from qwengpu.machine.limits import LIMITS, need
+from qwengpu.machine.lower import Program
+from qwengpu.ptx.ir import TYPES, Instr
+from qwengpu.simt import fp32
+from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+
+WARP = 32
+DEFAULT_MAX_STEPS = 5_000_000
+LANES = np.arange(WARP, dtype=np.uint32)
+ALL = np.ones(WARP, dtype=bool)
+ALL.flags.writeable = False
+_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER = 0, 1, 2, 3, 4
+U32 = np.uint32
+M32 = 0xFFFFFFFF
+
+
+@dataclass
+class SimStats:
+    """What a launch did on the machine."""
+
+    warp_instructions: int = 0  # machine warp instructions issued
+    passes: int = 0  # 4-lane datapath passes
+    lane_instructions: int = 0  # machine instructions summed over active lanes
+    ptx_warp_instructions: int = 0  # PTX-level issues (what the interpreter counts)
+    machine_instructions: int = 0  # program size
+    registers: int = 0
+    predicates: int = 0
+    blocks: int = 0
+    warps: int = 0
+    divergent_branches: int = 0
+    barriers: int = 0
+    atomic_lanes: int = 0
+    seconds: float = 0.0
+    machine_by_ptx: list[int] = field(default_factory=list)  # machine warp issues per PTX instruction
+    issues_by_ptx: list[int] = field(default_factory=list)  # PTX-level issues per PTX instruction
+
+    def as_dict(self) -> dict:
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "warp_instructions",
+                "passes",
+                "lane_instructions",
+                "ptx_warp_instructions",
+                "machine_instructions",
+                "registers",
+                "predicates",
+                "blocks",
+                "warps",
+                "divergent_branches",
+                "barriers",
+                "atomic_lanes",
+            )
+        }
+        d["passes_per_warp_instruction"] = round(self.passes / max(self.warp_instructions, 1), 4)
+        d["seconds"] = round(self.seconds, 6)
+        return d
+
+
+class Warp:
+    """Per-warp machine state: register file, predicates, per-lane PCs, liveness."""
+
+    __slots__ = (
+        "R",
+        "Pr",
+        "pcs",
+        "live",
+        "waiting",
+        "conv",
+        "cmask",
+        "special",
+        "lbase",
+        "thread",
+        "block",
+        "warp_id",
+        "done",
+        "nlanes",
+        "entry",
+    )
+
+    def __init__(
+        self, nregs: int, npreds: int, block: Block, warp_id: int, threads: np.ndarray, local_size: int
+    ) -> None:
+        self.R = np.zeros((max(nregs, 1), WARP), dtype=np.uint32)
+        self.Pr = np.zeros((max(npreds, 1), WARP), dtype=bool)
+        self.nlanes = len(threads)
+        self.live = np.zeros(WARP, dtype=bool)
+        self.live[: self.nlanes] = True
+        self.waiting = np.zeros(WARP, dtype=bool)
+        self.pcs = np.zeros(WARP, dtype=np.int64)
+        self.entry = np.zeros(WARP, dtype=np.int64)  # PTX index each lane last arrived at
+        self.conv = 0
+        self.cmask = None if self.nlanes == WARP else self.live.copy()
+        self.thread = np.zeros(WARP, dtype=np.int64)
+        self.thread[: self.nlanes] = threads
+        self.block = block
+        self.warp_id = warp_id
+        self.done = self.nlanes == 0
+        self.special: dict[str, np.ndarray] = {}
+        self.lbase = self.thread.astype(np.uint64) * np.uint64(local_size)
+
+
+class Block:
+    """Per-block memories: shared, and the local memory of its threads."""
+
+    def __init__(
+        self,
+        ctaid: tuple[int, int, int],
+        nthreads: int,
+        shared_size: int,
+        local_size: int,
+        shared_init: list[tuple[int, bytes]],
+        spill_size: int = 0,
+    ) -> None:
+        self.ctaid = ctaid
+        self.shared = np.zeros((shared_size + 7) // 8 * 8, dtype=np.uint8)
+        for off, data in shared_init:
+            self.shared[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.shared_size = shared_size
+        self.local = np.zeros(max(8, nthreads * local_size), dtype=np.uint8)
+        self.spill = np.zeros(max(8, nthreads * spill_size), dtype=np.uint8)
+
+
+def _type_of(ins: Instr) -> str:
+    for m in reversed(ins.mods):
+        if m in TYPES:
+            return m
+    return "b32"
+
+
+_DT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+_SDT = {1: np.int8, 2: np.int16, 4: np.int32}
+
+
+class MachineSim:
+    """Runs one machine program. Build once, launch many times."""
+
+    def __init__(
+        self, prog: Program, *, max_steps: int = DEFAULT_MAX_STEPS, trace: Callable[[str], None] | None = None
+    ) -> None:
+        self.prog = prog
+        self.max_steps = max_steps
+        self.trace = trace
+        self._ptx_tables()
+        lay = prog.layout
+        self.local_size = lay.local_size
+        self.used_specials = sorted({x.m["sr"] for x in prog.code if x.op == "s2r"})
+        self.is_warp_op = [x.op in ("shfl", "shflp", "vote", "ballot") for x in prog.code]
+
+    def _ptx_tables(self) -> None:
+        """Tables for counting PTX-level warp instructions exactly as the interpreter does.
+
+        A lane's *entry* is the PTX index at which it last arrived at a sequence start (by falling
+        through or by a branch); issuing the first instruction of PTX instruction k's sequence to
+        lanes whose smallest entry is e counts k - e + 1 PTX issues (the instructions e..k-1 have
+        empty sequences: the interpreter issues them one by one, the machine not at all)."""
+        prog = self.prog
+        n = len(prog.code)
+        self.kstart = [-1] * (n + 1)
+        for i, (a, b) in enumerate(prog.ptx_ranges):
+            if a < b:
+                self.kstart[a] = i
+        self.fall_entry: list[int | None] = [None] * n
+        self.jump_entry: list[int | None] = [None] * n
+        for pc, ins in enumerate(prog.code):
+            own = ins.ptx
+            end = prog.ptx_ranges[own][1] if 0 <= own < len(prog.ptx_ranges) else -1
+            if pc + 1 == end:
+                self.fall_entry[pc] = own + 1
+            if ins.op == "bra":
+                src = prog.ptx[own] if 0 <= own < len(prog.ptx) else None
+                lab = None
+                if src is not None and src.op == "bra" and src.operands:
+                    lab = prog.ptx_labels.get(getattr(src.operands[0], "name", ""))
+                if lab is not None:
+                    self.jump_entry[pc] = lab
+                elif ins.target == end:
+                    self.jump_entry[pc] = own + 1
+        self.breaks = [x.op in ("bra", "exit", "bar", "trap") for x in prog.code]
+
+    # ------------------------------------------------------------------ launch
+    def launch(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        param_bytes: bytes,
+        gmem: GlobalMemory,
+        *,
+        dynamic_shared: int = 0,
+    ) -> SimStats:
+        """Run the program over the grid; global memory is modified in place."""
+        lay = self.prog.layout
+        self.gmem = gmem
+        self.grid, self.blockdim = grid, block
+        dyn_off = (lay.static_shared + 15) // 16 * 16
+        self.static_shared = lay.static_shared
+        shared_size = dyn_off + dynamic_shared if lay.dynamic_shared_syms else lay.static_shared
+        self.shared_size = max(shared_size, lay.static_shared + dynamic_shared)
+        self.global_addr: dict[str, int] = {}
+        for v in lay.global_vars:
+            self.global_addr[v.name] = gmem.alloc(
+                v.name, v.init or b"", size=v.size, readonly=v.space == "const"
+            )
+        if lay.global_vars:
+            gmem.finalize()
+        self.param_size = lay.param_size
+        self.bank_start = (lay.param_size + 3) // 4 * 4
+        bank = bytearray(param_bytes) + bytes(max(0, self.bank_start - len(param_bytes)))
+        bank = bank[: self.bank_start] if len(bank) > self.bank_start else bank
+        for kind, arg in self.prog.bank_slots:
+            if kind == "window":
+                off, base = arg  # type: ignore[misc]
+                v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little")
+                bank += self._window(v - base).to_bytes(4, "little")
+            else:
+                bank += self._window(self.global_addr[str(arg)] - GLOBAL_BASE).to_bytes(4, "little")
+        self.bank_end = len(bank)
+        self.param_mem = np.zeros(max(8, (len(bank) + 7) // 8 * 8), dtype=np.uint8)
+        self.param_mem[: len(bank)] = np.frombuffer(bytes(bank), dtype=np.uint8)
+        self.code = [self._build(ins, pc) for pc, ins in enumerate(self.prog.code)]
+        self.stats = SimStats(
+            machine_instructions=len(self.prog.code),
+            registers=self.prog.nregs,
+            predicates=self.prog.npreds,
+            machine_by_ptx=[0] * len(self.prog.ptx),
+            issues_by_ptx=[0] * len(self.prog.ptx),
+        )
+        self.code_ptx = [x.ptx for x in self.prog.code]
+        self.steps_left = self.max_steps
+        nthreads = block[0] * block[1] * block[2]
+        t0 = time.perf_counter()
+        with np.errstate(all="ignore"):
+            for bz in range(grid[2]):
+                for by in range(grid[1]):
+                    for bx in range(grid[0]):
+                        self._run_block((bx, by, bz), nthreads)
+        self.stats.seconds = time.perf_counter() - t0
+        return self.stats
+
+    @staticmethod
+    def _window(d: int) -> int:
+        """A signed offset as a window word (POISON when out of the window)."""
+        if -(2**31 - 1) <= d <= 2**31 - 1:
+            return d & M32
+        return POISON
+
+    def _run_block(self, ctaid: tuple[int, int, int], nthreads: int) -> None:
+        blk = Block(
+            ctaid,
+            nthreads,
+            self.shared_size,
+            self.local_size,
+            self.prog.layout.shared_init,
+            4 * self.prog.spill_words,
+        )
+        self.stats.blocks += 1
+        warps = []
+        for wid in range((nthreads + WARP - 1) // WARP):
+            threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
+            w = Warp(self.prog.nregs, self.prog.npreds, blk, wid, threads, self.local_size)
+            self._specials(w, ctaid, nthreads, wid)
+            warps.append(w)
+        self.stats.warps += len(warps)
+        while True:
+            progressed = False
+            for w in warps:
+                if not w.done and not (w.waiting[w.live].all() and w.live.any()):
+                    self._run_warp(w)
+                    progressed = True
+            pending = [w for w in warps if not w.done]
+            if not pending:
+                return
+            if all(w.waiting[w.live].all() for w in pending):
+                self.stats.barriers += 1
+                for w in warps:
+                    w.waiting[:] = False
+                    self._reconverge(w)
+            elif not progressed:
+                raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
+
+    def _specials(self, w: Warp, ctaid: tuple[int, int, int], nthreads: int, wid: int) -> None:
+        t = w.thread
+        bx, by, _ = self.blockdim
+        one = np.uint64(1)
+        lane64 = LANES.astype(np.uint64)
+        nwarps = (nthreads + WARP - 1) // WARP
+        axes = {"x": 0, "y": 1, "z": 2}
+        for name in self.used_specials:
+            base, _, axis = name.partition(".")
+            if base == "tid":
+                v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[axis]
+            elif base in ("ntid", "ctaid", "nctaid"):
+                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid}[base]
+                v = np.full(WARP, src[axes[axis]])
+            elif base == "laneid":
+                v = LANES
+            elif base == "warpid":
+                v = np.full(WARP, wid)
+            elif base == "nwarpid":
+                v = np.full(WARP, nwarps)
+            elif base.startswith("lanemask_"):
+                v = {
+                    "lanemask_eq": one << lane64,
+                    "lanemask_lt": (one << lane64) - one,
+                    "lanemask_le": (one << (lane64 + one)) - one,
+                    "lanemask_ge": ~((one << lane64) - one),
+                    "lanemask_gt": ~((one << (lane64 + one)) - one),
+                }[base]
+            elif base == "dynamic_smem_size":
+                v = np.full(WARP, self.shared_size - self.static_shared)
+            elif base == "total_smem_size":
+                v = np.full(WARP, self.shared_size)
+            else:  # clock: read at issue time
+                continue
+            w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(M32)).astype(np.uint32)
+
+    def _reconverge(self, w: Warp) -> None:
+        run = w.live & ~w.waiting
+        if not run.any():
+            w.conv = -1
+            return
+        pcs = w.pcs[run]
+        lo = pcs.min()
+        w.conv = int(lo) if (pcs == lo).all() else -1
+        w.cmask = None if (w.nlanes == WARP and run.all()) else run
+
+    def _ptx(self, pc: int) -> Instr:
+        return self.prog.ptx[self.prog.code[pc].ptx]
+
+    def _step_limit(self, w: Warp, index: int) -> ExecutionError:
+        ins = self.prog.ptx[index]
+        return ExecutionError(
+            f"step limit reached: {self.max_steps} warp instructions executed without finishing "
+            f"(last at {ins.where()}: `{ins.text}`, block {w.block.ctaid}, warp {w.warp_id}); "
+            "the kernel may loop forever — raise the limit with --max-steps"
+        )
+
+    @staticmethod
+    def _groups(m: np.ndarray | None, nlanes: int) -> int:
+        if m is None:
+            return 8
+        return int(m.reshape(8, 4).any(axis=1).sum())
+
+    def _issue(self, w: Warp, pc: int, m: np.ndarray | None, e: int) -> int:
+        """Account one machine warp instruction; returns the lanes' entry after it."""
+        st = self.stats
+        k = self.kstart[pc]
+        if k >= 0:
+            cnt = max(1, k - e + 1)
+            if self.steps_left < cnt:
+                raise self._step_limit(w, min(k, e + self.steps_left))
+            self.steps_left -= cnt
+            st.ptx_warp_instructions += cnt
+            st.issues_by_ptx[k] += 1
+            e = k
+        st.warp_instructions += 1
+        st.machine_by_ptx[self.code_ptx[pc]] += 1
+        st.passes += self._groups(m, w.nlanes)
+        st.lane_instructions += WARP if m is None else int(m.sum())
+        if self.trace is not None:
+            mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
+            self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:5d} mask={mask:08x}  {self.prog.code[pc]}")
+        return e
+
+    def _run_warp(self, w: Warp) -> None:
+        code = self.code
+        n = len(code)
+        stats = self.stats
+        fall, jump, breaks = self.fall_entry, self.jump_entry, self.breaks
+        while True:
+            if w.conv >= 0:
+                pc = w.conv
+                m = w.cmask
+                e = int(w.entry.min()) if m is None else int(w.entry[m].min())
+                while True:
+                    if pc >= n:
+                        raise ExecutionError(
+                            f"thread ran past the end of kernel {self.prog.name} without `ret`"
+                        )
+                    e = self._issue(w, pc, m, e)
+                    w.conv = pc
+                    if breaks[pc]:
+                        if m is None:
+                            w.entry[:] = e
+                        else:
+                            w.entry[m] = e
+                    kind, arg = code[pc](w, m)
+                    if kind == _NEXT:
+                        if fall[pc] is not None:
+                            e = fall[pc]  # type: ignore[assignment]
+                        pc += 1
+                    elif kind == _JUMP:
+                        if jump[pc] is not None:
+                            e = jump[pc]  # type: ignore[assignment]
+                        pc = arg
+                    else:
+                        break
+            else:
+                run = w.live & ~w.waiting
+                if not run.any():
+                    return
+                cand = np.where(run, w.pcs, 1 << 40)
+                pc = int(cand.min())
+                m = run & (w.pcs == pc)
+                if (m == run).all():
+                    w.conv = pc
+                    w.cmask = None if (w.nlanes == WARP and run.all()) else m
+                    continue
+                if pc >= n:
+                    raise ExecutionError(f"thread ran past the end of kernel {self.prog.name} without `ret`")
+                e = self._issue(w, pc, m, int(w.entry[m].min()))
+                w.entry[m] = e
+                kind, arg = code[pc](w, m)
+                if kind == _NEXT:
+                    w.pcs[m] = pc + 1
+                    if fall[pc] is not None:
+                        w.entry[m] = fall[pc]
+                    continue
+                if kind == _JUMP:
+                    w.pcs[m] = arg
+                    if jump[pc] is not None:
+                        w.entry[m] = jump[pc]
+                    continue
+            if kind == _DIVERGED:
+                stats.divergent_branches += 1
+                w.conv = -1
+            elif kind == _EXIT:
+                if not w.live.any():
+                    w.done = True
+                    return
+                self._reconverge(w)
+            elif kind == _BARRIER:
+                self._reconverge(w)
+                if not (w.live & ~w.waiting).any():
+                    return
+
+    # ------------------------------------------------------------------ building closures
+    def _src(self, x: object) -> Callable:
+        """A function w -> lane values (uint32 array or scalar) of a register/immediate operand."""
+        if isinstance(x, R):
+            i = x.n
+            return lambda w: w.R[i]
+        if isinstance(x, Imm):
+            v = U32(x.v)
+            return lambda w: v
+        raise ValueError(f"bad operand {x}")
+
+    def _psrc(self, x: P) -> Callable:
+        if x.n == PT:
+            v = not x.neg
+            arr = np.full(WARP, v)
+            arr.flags.writeable = False
+            return lambda w: arr
+        i = x.n
+        if x.neg:
+            return lambda w: ~w.Pr[i]
+        return lambda w: w.Pr[i]
+
+    def _dst(self, x: R) -> Callable:
+        i = x.n
+
+        def write(w: Warp, v: object, m: np.ndarray | None) -> None:
+            v = np.broadcast_to(np.asarray(v, dtype=np.uint32), (WARP,))
+            if m is None:
+                w.R[i] = v
+            else:
+                w.R[i] = np.where(m, v, w.R[i])
+
+        return write
+
+    def _pdst(self, x: P) -> Callable:
+        i = x.n
+
+        def write(w: Warp, v: object, m: np.ndarray | None) -> None:
+            v = np.broadcast_to(np.asarray(v, dtype=bool), (WARP,))
+            if m is None:
+                w.Pr[i] = v
+            else:
+                w.Pr[i] = np.where(m, v, w.Pr[i])
+
+        return write
+
+    def _build(self, ins: MInstr, pc: int) -> Callable:
+        builder = getattr(self, f"_op_{ins.op}", None)
+        if builder is None:
+            raise PTXError(f"machine op {ins.op!r} has no simulator")
+        f = builder(ins, pc)
+        if ins.op == "bra" or ins.guard is None:
+            return f
+        g = self._psrc(ins.guard)
+
+        def guarded(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            p = g(w)
+            if m is None and p.all():
+                return f(w, None)
+            mm = p if m is None else (m & p)
+            if not mm.any():
+                return (_NEXT, 0)
+            return f(w, mm)
+
+        return guarded
+
+    def _alu(self, ins: MInstr, fn: Callable) -> Callable:
+        srcs = [self._src(x) for x in ins.s]
+        wr = self._dst(ins.d[0])
+        if len(srcs) == 1:
+            s0 = srcs[0]
+
+            def un(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+                wr(w, fn(s0(w)), m)
+                return (_NEXT, 0)
+
+            return un
+        if len(srcs) == 2:
+            s0, s1 = srcs
+
+            def bi(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+                wr(w, fn(s0(w), s1(w)), m)
+                return (_NEXT, 0)
+
+            return bi
+        s0, s1, s2 = srcs
+
+        def tri(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            wr(w, fn(s0(w), s1(w), s2(w)), m)
+            return (_NEXT, 0)
+
+        return tri
+
+    # ---- integer ALU
+    def _op_mov(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a: a)
+
+    def _op_add(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a + b)
+
+    def _op_sub(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a - b)
+
+    def _op_mul(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a * b)
+
+    def _op_mad(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b, c: a * b + c)
+
+    def _op_mulhi(self, ins: MInstr, pc: int) -> Callable:
+        if ins.mod("sign") == "s":
+
+            def f(a, b):
+                p = np.asarray(a).view(np.int32).astype(np.int64) * np.asarray(b).view(np.int32).astype(
+                    np.int64
+                )
+                return (p >> 32).astype(np.uint32)
+        else:
+
+            def f(a, b):
+                p = np.asarray(a).astype(np.uint64) * np.asarray(b).astype(np.uint64)
+                return (p >> np.uint64(32)).astype(np.uint32)
+
+        return self._alu(ins, f)
+
+    def _op_and(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a & b)
+
+    def _op_or(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a | b)
+
+    def _op_xor(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a, b: a ^ b)
+
+    def _op_not(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a: ~np.asarray(a, dtype=np.uint32))
+
+    def _op_shl(self, ins: MInstr, pc: int) -> Callable:
+        def f(a, b):
+            b = np.asarray(b, dtype=np.uint32)
+            return np.where(b >= 32, U32(0), np.asarray(a, dtype=np.uint32) << np.minimum(b, U32(31)))
+
+        return self._alu(ins, f)
+
+    def _op_shr(self, ins: MInstr, pc: int) -> Callable:
+        if ins.mod("sign") == "s":
+
+            def f(a, b):
+                s = np.minimum(np.asarray(b, dtype=np.uint32), U32(31)).astype(np.int32)
+                return (np.asarray(a, dtype=np.uint32).view(np.int32) >> s).view(np.uint32)
+        else:
+
+            def f(a, b):
+                b = np.asarray(b, dtype=np.uint32)
+                return np.where(b >= 32, U32(0), np.asarray(a, dtype=np.uint32) >> np.minimum(b, U32(31)))
+
+        return self._alu(ins, f)
+
+    def _minmax(self, ins: MInstr, fn: Callable) -> Callable:
+        if ins.mod("sign") == "s":
+
+            def f(a, b):
+                return fn(
+                    np.asarray(a, dtype=np.uint32).view(np.int32),
+                    np.asarray(b, dtype=np.uint32).view(np.int32),
+                ).view(np.uint32)
+        else:
+
+            def f(a, b):
+                return fn(np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32))
+
+        return self._alu(ins, f)
+
+    def _op_min(self, ins: MInstr, pc: int) -> Callable:
+        return self._minmax(ins, np.minimum)
+
+    def _op_max(self, ins: MInstr, pc: int) -> Callable:
+        return self._minmax(ins, np.maximum)
+
+    def _op_popc(self, ins: MInstr, pc: int) -> Callable:
+        return self._alu(ins, lambda a: np.bitwise_count(np.asarray(a, dtype=np.uint32)).astype(np.uint32))
+
+    def _op_clz(self, ins: MInstr, pc: int) -> Callable:
+        def f(a):
+            a = np.asarray(a, dtype=np.uint32)
+            _, e = np.frexp(a.astype(np.float64))
+            return (32 - np.where(a == 0, 0, e)).astype(np.uint32)
+
+        return self._alu(ins, f)
+
+    def _op_brev(self, ins: MInstr, pc: int) -> Callable:
+        def f(a):
+            u = np.asarray(a, dtype=np.uint32).astype(np.uint64)
+            out = np.zeros_like(u)
+            for i in range(32):
+                out |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(31 - i)
+            return out.astype(np.uint32)
+
+        return self._alu(ins, f)
+
+    def _op_sel(self, ins: MInstr, pc: int) -> Callable:
+        a, b = self._src(ins.s[0]), self._src(ins.s[1])
+        p = self._psrc(ins.s[2])
+        wr = self._dst(ins.d[0])
+
+        def sel(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            wr(w, np.where(p(w), a(w), b(w)), m)
+            return (_NEXT, 0)
+
+        return sel
+
+    @staticmethod
+    def _cmp(cmp: str, x, y):
+        return {
+            "eq": np.equal,
+            "ne": np.not_equal,
+            "lt": np.less,
+            "le": np.less_equal,
+            "gt": np.greater,
+            "ge": np.greater_equal,
+        }[cmp](x, y)
+
+    @staticmethod
+    def _bop(bop: str | None, r, c):
+        if bop == "and":
+            return r & c
+        if bop == "or":
+            return r | c
+        if bop == "xor":
+            return r ^ c
+        return r
+
+    def _op_setp(self, ins: MInstr, pc: int) -> Callable:
+        a, b = self._src(ins.s[0]), self._src(ins.s[1])
+        c = self._psrc(ins.s[2]) if len(ins.s) > 2 else None
+        wr = self._pdst(ins.d[0])
+        cmp, bop = ins.mod("cmp"), ins.mod("bop")
+        signed = ins.mod("sign") == "s"
+
+        def setp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            x, y = np.asarray(a(w), dtype=np.uint32), np.asarray(b(w), dtype=np.uint32)
+            if signed:
+                x, y = x.view(np.int32), y.view(np.int32)
+            r = np.broadcast_to(self._cmp(cmp, x, y), (WARP,))
+            if c is not None:
+                r = self._bop(bop, r, c(w))
+            wr(w, r, m)
+            return (_NEXT, 0)
+
+        return setp
+
+    def _wop(self, ins: MInstr, fn: Callable) -> Callable:
+        sa, sb = ins.mod("sa"), ins.mod("sb")
+
+        def val(x, s):
+            x = np.broadcast_to(np.asarray(x, dtype=np.uint32), (WARP,))
+            if s == "s":
+                return x.view(np.int32).astype(np.int64), x == U32(POISON)
+            return x.astype(np.int64), np.zeros(WARP, dtype=bool)
+
+        def f(a, b):
+            x, px = val(a, sa)
+            y, py = val(b, sb)
+            r = fn(x, y)
+            bad = px | py | (r < -(2**31 - 1)) | (r > 2**31 - 1)
+            return np.where(bad, U32(POISON), (r & M32).astype(np.uint32))
+
+        return self._alu(ins, f)
+
+    def _op_addw(self, ins: MInstr, pc: int) -> Callable:
+        return self._wop(ins, lambda x, y: x + y)
+
+    def _op_subw(self, ins: MInstr, pc: int) -> Callable:
+        return self._wop(ins, lambda x, y: x - y)
+
+    def _op_mulw(self, ins: MInstr, pc: int) -> Callable:
+        return self._wop(ins, lambda x, y: x * y)
+
+    def _op_s2r(self, ins: MInstr, pc: int) -> Callable:
+        name = ins.m["sr"]
+        wr = self._dst(ins.d[0])
+        if name == "clock":
+
+            def clk(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+                wr(w, U32(self.stats.ptx_warp_instructions & M32), m)
+                return (_NEXT, 0)
+
+            return clk
+
+        def s2r(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            wr(w, w.special[name], m)
+            return (_NEXT, 0)
+
+        return s2r
+
+    # ---- float unit
+    def _fop(self, ins: MInstr, fn: Callable) -> Callable:
+        rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
+        return self._alu(
+            ins,
+            lambda *xs: fn(
+                *[np.broadcast_to(np.asarray(x, dtype=np.uint32), (WARP,)) for x in xs], rnd, ftz, sat
+            ),
+        )
+
+    def _op_fadd(self, ins: MInstr, pc: int) -> Callable:
+        return self._fop(ins, fp32.add)
+
+    def _op_fsub(self, ins: MInstr, pc: int) -> Callable:
+        return self._fop(ins, fp32.sub)
+
+    def _op_fmul(self, ins: MInstr, pc: int) -> Callable:
+        return self._fop(ins, fp32.mul)
+
+    def _op_ffma(self, ins: MInstr, pc: int) -> Callable:
+        return self._fop(ins, fp32.fma)
+
+    def _op_fmin(self, ins: MInstr, pc: int) -> Callable:
+        ftz = ins.mod("ftz")
+        return self._alu(
+            ins, lambda a, b: fp32.min(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), ftz)
+        )
+
+    def _op_fmax(self, ins: MInstr, pc: int) -> Callable:
+        ftz = ins.mod("ftz")
+        return self._alu(
+            ins, lambda a, b: fp32.max(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), ftz)
+        )
+
+    def _op_fsetp(self, ins: MInstr, pc: int) -> Callable:
+        a, b = self._src(ins.s[0]), self._src(ins.s[1])
+        c = self._psrc(ins.s[2]) if len(ins.s) > 2 else None
+        wr = self._pdst(ins.d[0])
+        cmp, bop, ftz = ins.mod("cmp"), ins.mod("bop"), ins.mod("ftz")
+
+        def fsetp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            r = np.broadcast_to(
+                fp32.setp(cmp, np.broadcast_to(a(w), (WARP,)), np.broadcast_to(b(w), (WARP,)), ftz), (WARP,)
+            )
+            if c is not None:
+                r = self._bop(bop, r, c(w))
+            wr(w, r, m)
+            return (_NEXT, 0)
+
+        return fsetp
+
+    def _op_i2f(self, ins: MInstr, pc: int) -> Callable:
+        src = "s32" if ins.mod("sign") == "s" else "u32"
+        rnd = ins.mod("rnd")
+        return self._alu(
+            ins,
+            lambda a: fp32.f32_from_int(
+                np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)).view(
+                    np.int32 if src == "s32" else np.uint32
+                ),
+                src,
+                rnd,
+            ),
+        )
+
+    def _op_f2i(self, ins: MInstr, pc: int) -> Callable:
+        dst = "s32" if ins.mod("sign") == "s" else "u32"
+        irnd, ftz = ins.mod("irnd"), ins.mod("ftz")
+
+        def f(a):
+            a = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,))
+            if ftz:
+                a = _flush_subnormal(a)
+            return fp32.int_from_f32(a, dst, irnd).astype(np.int64).astype(np.uint32)
+
+        return self._alu(ins, f)
+
+    def _op_frnd(self, ins: MInstr, pc: int) -> Callable:
+        irnd, ftz, sat = ins.mod("irnd"), ins.mod("ftz"), ins.mod("sat")
+
+        def f(a):
+            a = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,))
+            if irnd is not None:
+                return fp32.round_f32(a, irnd, ftz)
+            if sat:
+                return fp32.sat_f32(a, ftz)
+            if ftz:
+                return _flush_subnormal(a)
+            return a
+
+        return self._alu(ins, f)
+
+    # ---- memory
+    def _fault(self, w: Warp, lane: int, ptx: Instr, msg: str) -> ExecutionError:
+        t = int(w.thread[lane])
+        bx, by, _ = self.blockdim
+        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        return ExecutionError(
+            f"{msg}\n  thread {tid} of block {w.block.ctaid} (warp {w.warp_id}, lane {lane})\n"
+            f"  instruction `{ptx.text}` at {ptx.where()}"
+        )
+
+    def _addresses(self, ins: MInstr) -> Callable:
+        """w -> (uint64 generic/space addresses of all lanes, poison mask)."""
+        a = self._src(ins.s[0])
+        base = np.uint64(ins.mod("base") & 0xFFFFFFFFFFFFFFFF)
+        off = ins.mod("off")
+        if ins.mod("amode") == "z":
+            k = np.uint64((ins.mod("base") + off) & 0xFFFFFFFFFFFFFFFF)
+
+            def zaddr(w: Warp):
+                v = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,)).astype(np.uint64) + k
+                return v, None
+
+            return zaddr
+        k = np.uint64(off & 0xFFFFFFFFFFFFFFFF)
+
+        def saddr(w: Warp):
+            x = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
+            v = x.view(np.int32).astype(np.int64).astype(np.uint64) + base + k
+            return v, x == U32(POISON)
+
+        return saddr
+
+    def _resolve(
+        self,
+        w: Warp,
+        addr: np.ndarray,
+        poison: np.ndarray | None,
+        lanes: np.ndarray,
+        size: int,
+        space: str,
+        ins: MInstr,
+        store: bool,
+        chk: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Map the active lanes' addresses to (memory, byte index); raise the interpreter's fault."""
+        ptx = self.prog.ptx[ins.ptx]
+        csize = chk or size
+        a = addr if lanes is ALL else addr[lanes]
+        if space == "spill":  # the allocator's private per-thread slots: never out of bounds
+            sb = np.uint64(4 * self.prog.spill_words)
+            return w.block.spill, a + (
+                w.thread.astype(np.uint64) * sb if lanes is ALL else w.thread[lanes].astype(np.uint64) * sb
+            )
+        pz = None if poison is None else (poison if lanes is ALL else poison[lanes])
+        if space == "generic":
+            first = int(a[0]) if len(a) else GLOBAL_BASE
+            if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
+                space, a = "shared", a - np.uint64(SHARED_WINDOW)
+            elif LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
+                space, a = "local", a - np.uint64(LOCAL_WINDOW)
+            else:
+                space = "global"
+        if space in ("global", "const"):
+            ok = self.gmem.check(a, csize)
+            mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
+            if store and self.gmem.has_readonly and ok.all() and (pz is None or not pz.any()):
+                for b in self.gmem.buffers:
+                    if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
+                        lane = int(np.nonzero(lanes)[0][0])
+                        raise self._fault(w, lane, ptx, f"store to read-only memory '{b.name}'")
+        elif space == "shared":
+            ok = a + np.uint64(csize) <= np.uint64(w.block.shared_size)
+            mem, idx = w.block.shared, a
+        elif space in ("local", "callparam"):
+            ok = a + np.uint64(csize) <= np.uint64(self.local_size)
+            mem, idx = w.block.local, a + (w.lbase if lanes is ALL else w.lbase[lanes])
+        elif space == "param":
+            if store:
+                raise PTXError(f"{ptx.where()}: store to kernel parameter space: `{ptx.text}`")
+            ok = (a + np.uint64(csize) <= np.uint64(self.param_size)) | (
+                (a >= np.uint64(self.bank_start)) & (a + np.uint64(csize) <= np.uint64(self.bank_end))
+            )
+            mem, idx = self.param_mem, a
+        else:  # pragma: no cover
+            raise PTXError(f"{ptx.where()}: unsupported state space {space}")
+        if pz is not None:
+            ok = ok & ~pz
+        aligned = (a & np.uint64(csize - 1)) == 0 if csize > 1 else ok
+        if (ok & aligned).all():
+            return mem, idx
+        if not ok.all():
+            k = int(np.argmin(ok))
+            lane = int(np.nonzero(lanes)[0][k])
+            what = "store" if store else "load"
+            if pz is not None and pz[k]:
+                raise self._fault(
+                    w,
+                    lane,
+                    ptx,
+                    f"out-of-bounds {space} {what} of {csize} bytes: the address is "
+                    "more than 2 GiB away from the machine's 32-bit address window",
+                )
+            bad = int(a[k])
+            if space in ("global", "const"):
+                where = f"address 0x{bad:x} ({self.gmem.describe(bad)})"
+            else:
+                limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
+                where = f"{space} offset {bad} (size {limit} bytes)"
+            raise self._fault(w, lane, ptx, f"out-of-bounds {space} {what} of {csize} bytes at {where}")
+        k = int(np.argmin(aligned))
+        lane = int(np.nonzero(lanes)[0][k])
+        raise self._fault(w, lane, ptx, f"misaligned {csize}-byte access at address 0x{int(a[k]):x}")
+
+    def _op_ld(self, ins: MInstr, pc: int) -> Callable:
+        addr = self._addresses(ins)
+        size, space, chk = ins.mod("size"), ins.mod("space"), ins.mod("chk")
+        dt = (_SDT if ins.mod("sign") == "s" else _DT)[size]
+        wr = self._dst(ins.d[0])
+
+        def ld(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            lanes = ALL if m is None else m
+            ad, pz = addr(w)
+            mem, idx = self._resolve(w, ad, pz, lanes, size, space, ins, False, chk)
+            ii = idx.astype(np.int64)
+            raw = np.zeros(len(ii), dtype=np.uint32)
+            for k in range(size):
+                raw |= mem[ii + k].astype(np.uint32) << U32(8 * k)
+            got = raw.astype(_DT[size]).view(dt).astype(np.int64).astype(np.uint32)
+            if lanes is ALL:
+                vals = got
+            else:
+                vals = np.zeros(WARP, dtype=np.uint32)
+                vals[lanes] = got
+            wr(w, vals, m)
+            return (_NEXT, 0)
+
+        return ld
+
+    def _op_st(self, ins: MInstr, pc: int) -> Callable:
+        addr = self._addresses(ins)
+        val = self._src(ins.s[1])
+        size, space, chk = ins.mod("size"), ins.mod("space"), ins.mod("chk")
+
+        def st(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            lanes = ALL if m is None else m
+            ad, pz = addr(w)
+            mem, idx = self._resolve(w, ad, pz, lanes, size, space, ins, True, chk)
+            v = np.broadcast_to(np.asarray(val(w), dtype=np.uint32), (WARP,))
+            v = v if lanes is ALL else v[lanes]
+            ii = idx.astype(np.int64)
+            for k in range(size):  # lane order: a later lane's write wins, as in the interpreter
+                mem[ii + k] = ((v >> U32(8 * k)) & U32(0xFF)).astype(np.uint8)
+            return (_NEXT, 0)
+
+        return st
+
+    def _op_atom(self, ins: MInstr, pc: int) -> Callable:
+        addr = self._addresses(ins)
+        b = self._src(ins.s[1])
+        c = self._src(ins.s[2]) if len(ins.s) > 2 else (lambda w: U32(0))
+        space, aop, typ = ins.mod("space"), ins.mod("aop"), ins.mod("type")
+        wr = self._dst(ins.d[0])
+        f = _atomic_function(aop, typ)
+
+        def atom(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            lanes = ALL if m is None else m
+            ad, pz = addr(w)
+            mem, idx = self._resolve(w, ad, pz, lanes, 4, space, ins, True)
+            view = mem.view(np.uint32)
+            bv = np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,))[lanes]
+            cv = np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,))[lanes]
+            old = np.zeros(WARP, dtype=np.uint32)
+            olds = []
+            for k, j in enumerate((idx // np.uint64(4)).astype(np.int64).tolist()):
+                o = int(view[j])
+                olds.append(o)
+                view[j] = f(o, int(bv[k]), int(cv[k]))
+            self.stats.atomic_lanes += len(olds)
+            old[lanes] = np.array(olds, dtype=np.uint32)
+            wr(w, old, m)
+            return (_NEXT, 0)
+
+        return atom
+
+    # ---- warp
+    def _shfl_lanes(self, mode: str, bval: np.ndarray, cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lane = LANES.astype(np.int64)
+        bval = bval.astype(np.int64) & 31
+        cv = cv.astype(np.int64)
+        cval = cv & 31
+        segmask = (cv >> 8) & 31
+        max_lane = (lane & segmask) | (cval & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~segmask)
+            ok = j <= max_lane
+        return np.where(ok, j, lane), ok
+
+    def _op_shfl(self, ins: MInstr, pc: int) -> Callable:
+        a, b, c = (self._src(x) for x in ins.s)
+        wr = self._dst(ins.d[0])
+        mode = ins.mod("mode")
+
+        def shfl(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            src = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
+            j, _ = self._shfl_lanes(
+                mode,
+                np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
+                np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
+            )
+            wr(w, src[j], m)
+            return (_NEXT, 0)
+
+        return shfl
+
+    def _op_shflp(self, ins: MInstr, pc: int) -> Callable:
+        b, c = (self._src(x) for x in ins.s)
+        wr = self._pdst(ins.d[0])
+        mode = ins.mod("mode")
+
+        def shflp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            _, ok = self._shfl_lanes(
+                mode,
+                np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
+                np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
+            )
+            wr(w, ok, m)
+            return (_NEXT, 0)
+
+        return shflp
+
+    def _op_vote(self, ins: MInstr, pc: int) -> Callable:
+        a = self._psrc(ins.s[0])
+        wr = self._pdst(ins.d[0])
+        mode = ins.mod("vmode")
+
+        def vote(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            p = np.broadcast_to(a(w), (WARP,)) & act
+            if mode == "all":
+                r = bool(p[act].all())
+            elif mode == "any":
+                r = bool(p.any())
+            else:
+                pv = p[act]
+                r = bool(pv.all() or not pv.any())
+            wr(w, np.full(WARP, r), m)
+            return (_NEXT, 0)
+
+        return vote
+
+    def _op_ballot(self, ins: MInstr, pc: int) -> Callable:
+        a = self._psrc(ins.s[0])
+        wr = self._dst(ins.d[0])
+        weights = np.uint64(1) << LANES.astype(np.uint64)
+
+        def ballot(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            p = np.broadcast_to(a(w), (WARP,)) & act
+            wr(w, np.full(WARP, U32(int((weights * p).sum()) & M32)), m)
+            return (_NEXT, 0)
+
+        return ballot
+
+    def _op_plop(self, ins: MInstr, pc: int) -> Callable:
+        a, b = self._psrc(ins.s[0]), self._psrc(ins.s[1])
+        wr = self._pdst(ins.d[0])
+        bop = ins.mod("bop")
+
+        def plop(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            wr(w, self._bop(bop, a(w), b(w)), m)
+            return (_NEXT, 0)
+
+        return plop
+
+    # ---- control
+    def _op_bra(self, ins: MInstr, pc: int) -> Callable:
+        tpc = ins.target
+        fe, je = self.fall_entry[pc], self.jump_entry[pc]
+        if ins.guard is None:
+            return lambda w, m: (_JUMP, tpc)
+        g = self._psrc(ins.guard)
+
+        def bra(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            p = g(w)
+            taken = p if m is None else (m & p)
+            act = ALL if m is None else m
+            nt = int(taken.sum())
+            if nt == 0:
+                return (_NEXT, 0)
+            if nt == int(act.sum()):
+                return (_JUMP, tpc)
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[act] = pc + 1
+            w.pcs[taken] = tpc
+            if fe is not None:
+                w.entry[act] = fe
+            if je is not None:
+                w.entry[taken] = je
+            return (_DIVERGED, 0)
+
+        return bra
+
+    def _op_exit(self, ins: MInstr, pc: int) -> Callable:
+        def ex(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.live &= ~act
+            return (_EXIT, 0)
+
+        return ex
+
+    def _op_bar(self, ins: MInstr, pc: int) -> Callable:
+        fe = self.fall_entry[pc]
+
+        def bar(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[act] = pc + 1
+            if fe is not None:
+                w.entry[act] = fe
+            w.waiting |= act
+            w.conv = -1
+            return (_BARRIER, 0)
+
+        return bar
+
+    def _op_trap(self, ins: MInstr, pc: int) -> Callable:
+        ptx = self.prog.ptx[ins.ptx]
+        if ins.mod("code") == "limit":
+
+            def limit(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+                raise MachineLimitError(
+                    f"{ptx.where()}: f64 arithmetic is beyond the machine (`{ptx.form}` "
+                    f"reached at run time in block {w.block.ctaid}): `{ptx.text}`"
+                )
+
+            return limit
+
+        def trap(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            lane = int(np.argmax(act))
+            raise self._fault(w, lane, ptx, f"integer division by zero ({ptx.op}.{_type_of(ptx)})")
+
+        return trap
+
+
+def _flush_subnormal(a: np.ndarray) -> np.ndarray:
+    sub = ((a & U32(0x7F800000)) == 0) & ((a & U32(0x007FFFFF)) != 0)
+    return np.where(sub, a & U32(0x80000000), a).astype(np.uint32)
+
+
+def _s32(x: int) -> int:
+    return x - (1 << 32) if x >> 31 else x
+
+
+def _atomic_function(aop: str, typ: str) -> Callable[[int, int, int], int]:
+    """old, b, c (32-bit patterns) -> new value, with the interpreter's semantics."""
+    if typ == "f32":
+        if aop == "add":
+            return lambda o, b, c: int(
+                fp32.add(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), "rn", True)[0]
+            )
+        if aop in ("min", "max"):
+            f = fp32.min if aop == "min" else fp32.max
+            return lambda o, b, c: int(
+                f(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), False)[0]
+            )
+    signed = typ == "s32"
+    if aop == "add":
+        return lambda o, b, c: (o + b) & M32
+    if aop in ("min", "max"):
+        pick = min if aop == "min" else max
+        if signed:
+            return lambda o, b, c: pick(_s32(o), _s32(b)) & M32
+        return lambda o, b, c: pick(o, b)
+    if aop == "inc":
+        return lambda o, b, c: 0 if o >= b else (o + 1) & M32
+    if aop == "dec":
+        return lambda o, b, c: b if (o == 0 or o > b) else o - 1
+    if aop == "cas":
+        return lambda o, b, c: c if o == b else o
+    if aop == "exch":
+        return lambda o, b, c: b
+    if aop == "and":
+        return lambda o, b, c: o & b
+    if aop == "or":
+        return lambda o, b, c: o | b
+    if aop == "xor":
+        return lambda o, b, c: o ^ b
+    raise ValueError(f"unsupported atomic {aop}.{typ}")
+
+
+# ---------------------------------------------------------------------------------------------
+# limits and the one-call entry point
+# ---------------------------------------------------------------------------------------------
+def check_program_limits(prog: Program) -> None:
+    """Refuse a program the machine cannot hold."""
+    need(f"kernel {prog.name}", len(prog.code), LIMITS.program, "machine instructions of program")
+    check_memory_limits(prog)
+    if prog.allocated:
+        need(f"kernel {prog.name}", prog.nregs, LIMITS.registers, "registers after allocation")
+        need(f"kernel {prog.name}", prog.npreds, LIMITS.predicates, "predicate registers after allocation")
+
+
+def check_memory_limits(prog: Program) -> None:
+    """Refuse a program whose per-thread local memory or parameter bank does not fit."""
+    local_words = (prog.layout.local_size + 3) // 4 + prog.spill_words
+    need(f"kernel {prog.name}", local_words, LIMITS.local_words, "words of local memory per thread")
+    bank = ((prog.layout.param_size + 3) // 4) + len(prog.bank_slots)
+    need(f"kernel {prog.name}", bank, LIMITS.param_words, "words of parameters and launch constants")
+
+
+def check_launch_limits(
+    prog: Program,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    gmem: GlobalMemory,
+    dynamic_shared: int,
+) -> None:
+    """Refuse a launch the machine cannot run."""
+    nthreads = block[0] * block[1] * block[2]
+    need("the launch", nthreads, LIMITS.threads_per_block, "threads per block")
+    need("the launch", grid[0] * grid[1] * grid[2], LIMITS.blocks_per_launch, "blocks")
+    words = sum((b.size + 3) // 4 for b in gmem.buffers)
+    words += sum((v.size + 3) // 4 for v in prog.layout.global_vars)
+    need("the launch", words, LIMITS.global_words, "words of global memory")
+    shared = prog.layout.static_shared + dynamic_shared
+    if prog.layout.dynamic_shared_syms:
+        shared = (prog.layout.static_shared + 15) // 16 * 16 + dynamic_shared
+    need("the launch", (shared + 3) // 4, LIMITS.shared_words, "words of shared memory per block")
+
+
+@dataclass
+class MachineResult:
+    """What ``run_machine_sim`` returns (shaped like ``qwengpu.runner.RunResult``)."""
+
+    kernel: str
+    outputs: dict[str, np.ndarray]
+    stats: dict
+    mismatches: list[str]
+    program: Program
+    spec: object = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
+def compile_machine(
+    cu_path: str | Path, kernel: str, pointer_params: list[bool] | None = None, allocate: bool = True
+) -> Program:
+    """CUDA file -> allocated machine program (cached PTX)."""
+    from qwengpu.cuda import compile_file
+    from qwengpu.machine.lower import lower_kernel
+    from qwengpu.machine.regalloc import allocate as regalloc
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.runner import COMPILE_OPTIONS
+
+    cu = Path(cu_path)
+    ptx = compile_file(cu, options=COMPILE_OPTIONS)
+    module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
+    prog = lower_kernel(module, kernel, pointer_params)
+    if allocate:
+        prog = regalloc(prog)
+    check_program_limits(prog)
+    return prog
+
+
+def simulate(
+    module: object,
+    spec: object,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    allocate: bool = True,
+    trace: Callable[[str], None] | None = None,
+) -> tuple[dict[str, np.ndarray], SimStats, Program]:
+    """Lower, allocate and run the spec's kernel of a parsed PTX module; (outputs, stats, program)."""
+    from qwengpu.machine.lower import lower_kernel
+    from qwengpu.machine.regalloc import allocate as regalloc
+    from qwengpu.ptx.inline import inline_calls
+    from qwengpu.simt.interp import _find_kernel
+    from qwengpu.spec import bind, read_outputs
+
+    fn = _find_kernel(module, spec.kernel)  # type: ignore[arg-type, attr-defined]
+    prog = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])  # type: ignore[arg-type, attr-defined]
+    check_memory_limits(prog)
+    if allocate:
+        prog = regalloc(prog)
+    check_program_limits(prog)
+    bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
+    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes)  # type: ignore[attr-defined]
+    sim = MachineSim(prog, max_steps=max_steps, trace=trace)
+    st = sim.launch(
+        spec.grid,
+        spec.block,
+        bound.param_bytes,
+        bound.gmem,  # type: ignore[attr-defined]
+        dynamic_shared=spec.shared_bytes,
+    )  # type: ignore[attr-defined]
+    return read_outputs(spec, bound.gmem), st, prog  # type: ignore[arg-type]
+
+
+def run_machine_sim(
+    cu_path: str | Path,
+    spec_path: str | Path | None = None,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    allocate: bool = True,
+    trace: Callable[[str], None] | None = None,
+) -> MachineResult:
+    """Compile a CUDA file, then lower, allocate and simulate the spec's kernel on the machine.
+
+    Shaped like ``qwengpu.runner.run_kernel``: outputs (name -> numpy array) and a stats dict with
+    ``warp_instructions``, ``passes``, ``machine_instructions`` (program size) and ``registers``."""
+    from qwengpu.cuda import compile_file
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
+    from qwengpu.simt.interp import _find_kernel
+    from qwengpu.spec import c_signature, check_against_kernel, compare, load_spec
+
+    cu = Path(cu_path)
+    spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
+    source = cu.read_text()
+    ptx = compile_file(cu, options=COMPILE_OPTIONS)
+    module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
+    fn = _find_kernel(module, spec.kernel)
+    check_against_kernel(spec, fn, c_signature(source, spec.kernel))
+    t0 = time.perf_counter()
+    outputs, st, prog = simulate(module, spec, max_steps=max_steps, allocate=allocate, trace=trace)
+    sd = st.as_dict()
+    sd["seconds"] = round(time.perf_counter() - t0, 6)
+    return MachineResult(spec.kernel, outputs, sd, compare(spec, outputs), prog, spec)
+
+
+def expansion_rows(runs: list[tuple[Program, SimStats]]) -> list[tuple[str, int, int, int, int, float]]:
+    """Per PTX form: (form, occurrences, min/median/max static machine instructions, dynamic machine
+    warp instructions per PTX-level issue) over the given runs — the "circuit vs sequence" data."""
+    static: dict[str, list[int]] = {}
+    dyn: dict[str, list[int]] = {}
+    for prog, st in runs:
+        for i, ins in enumerate(prog.ptx):
+            a, b = prog.ptx_ranges[i]
+            static.setdefault(ins.form, []).append(b - a)
+            d = dyn.setdefault(ins.form, [0, 0])
+            if st.issues_by_ptx:
+                d[0] += st.machine_by_ptx[i]
+                d[1] += st.issues_by_ptx[i]
+    rows = []
+    for form in sorted(static):
+        xs = sorted(static[form])
+        m, n = dyn[form]
+        rows.append((form, len(xs), xs[0], xs[len(xs) // 2], xs[-1], round(m / n, 2) if n else float("nan")))
+    return rows
+
+
+__all__ = [
+    "MachineSim",
+    "SimStats",
+    "run_machine_sim",
+    "simulate",
+    "compile_machine",
+    "MachineResult",
+    "MachineLimitError",
+]

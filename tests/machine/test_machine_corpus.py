@@ -1,0 +1,38 @@
+"""Every corpus kernel runs on the machine simulator bit-identically to the interpreter.
+
+Only kernels whose PTX uses approximate instructions (``ex2.approx`` ...) or f64 arithmetic may
+be refused by the lowering, and then only with a MachineLimitError that says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine.sim import run_machine_sim
+from qwengpu.runner import corpus, run_kernel
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+ITEMS = corpus(KERNELS)
+STATS: dict[str, dict] = {}
+
+
+@pytest.mark.parametrize("cu,spec", ITEMS, ids=[c.stem for c, _ in ITEMS])
+def test_corpus_kernel_on_machine(cu: Path, spec: Path) -> None:
+    ref = run_kernel(cu, spec, engine="interp")
+    try:
+        res = run_machine_sim(cu, spec)
+    except MachineLimitError as e:
+        msg = str(e)
+        assert "approximate instruction" in msg or "f64" in msg, msg
+        assert ref.approximate or "f64" in msg
+        pytest.skip(f"not lowered (approximate / f64): {msg.splitlines()[0]}")
+    for name, want in ref.outputs.items():
+        got = res.outputs[name]
+        assert got.tobytes() == want.tobytes(), f"{name}: machine {got} interpreter {want}"
+    assert not res.mismatches or ref.mismatches, "\n".join(res.mismatches)
+    assert res.stats["ptx_warp_instructions"] == ref.stats["warp_instructions"]
+    assert res.stats["registers"] <= 32
+    assert 1 <= res.stats["passes"] <= 8 * res.stats["warp_instructions"]
+    STATS[cu.stem] = res.stats

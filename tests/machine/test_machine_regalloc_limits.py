@@ -1,0 +1,313 @@
+"""Register allocation and machine limits: a kernel with 32 live values runs, one with 33 is
+refused with a message naming the registers needed; every limit in ``limits.py`` is enforced."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from machine_helpers import HEADER, assert_same, both
+
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine.isa import R
+from qwengpu.machine.limits import LIMITS, format_limits, machine_limits
+from qwengpu.machine.lower import lower_kernel
+from qwengpu.machine.regalloc import allocate, liveness
+from qwengpu.ptx.parser import parse_ptx
+
+
+def live_values_ptx(k: int) -> str:
+    """k values loaded and all live at once (plus the buffer's address), then summed."""
+    loads = "\n".join(f"    ld.global.u32 %r{j}, [%rd2+{4 * j}];" for j in range(k))
+    adds = "\n".join(f"    add.s32 %r{k + j}, %r{k + j - 1 if j else 0}, %r{j + 1};" for j in range(k - 1))
+    # a non-associative mix so nothing can be reordered away: x = x * 3 + r_j
+    mix = "\n".join(
+        f"    mad.lo.s32 %r{2 * k + j}, %r{2 * k + j - 1 if j else 0}, 3, %r{j};" for j in range(k)
+    )
+    del adds
+    return (
+        HEADER
+        + f"""
+.visible .entry k(.param .u64 k_param_0)
+{{
+    .reg .b32 %r<{3 * k + 2}>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+{loads}
+{mix}
+    st.global.u32 [%rd2], %r{3 * k - 1};
+    ret;
+}}
+"""
+    )
+
+
+def _spec(n: int) -> dict:
+    return {
+        "kernel": "k",
+        "grid": 1,
+        "block": 1,
+        "args": [{"name": "buf", "type": "u32*", "data": list(range(3, 3 + n))}],
+        "outputs": ["buf"],
+    }
+
+
+def _max_live(k: int) -> int:
+    prog = lower_kernel(parse_ptx(live_values_ptx(k)), "k")
+    _, live_out = liveness(prog.code, R)
+    return max(bin(x).count("1") for x in live_out)
+
+
+def test_exactly_32_live_values_fit() -> None:
+    assert _max_live(31) == 32
+    ref, got, st, prog = both(live_values_ptx(31), _spec(31))
+    assert_same(ref, got)
+    assert prog.nregs == 32
+
+
+def test_33_live_values_are_refused_without_spilling() -> None:
+    assert _max_live(32) == 33
+    prog = lower_kernel(parse_ptx(live_values_ptx(32)), "k")
+    with pytest.raises(
+        MachineLimitError, match=r"kernel k needs 33 registers after allocation; the machine has 32"
+    ):
+        allocate(prog, spill=False)
+
+
+@pytest.mark.parametrize("k", [32, 40])
+def test_more_live_values_spill(k: int) -> None:
+    ref, got, st, prog = both(live_values_ptx(k), _spec(k))
+    assert_same(ref, got)
+    assert prog.nregs <= 32
+    assert prog.spill_words >= (1 if k > 33 else 0)  # at 33 the buffer address is rematerialized instead
+
+
+def test_too_many_live_values_are_refused() -> None:
+    prog = lower_kernel(parse_ptx(live_values_ptx(60)), "k")
+    with pytest.raises(
+        MachineLimitError, match=r"kernel k needs 61 registers after allocation; the machine has 32"
+    ):
+        allocate(prog)
+
+
+def test_allocation_coalesces_moves() -> None:
+    module = parse_ptx(live_values_ptx(8))
+    prog = lower_kernel(module, "k")
+    out = allocate(prog)
+    assert sum(1 for x in out.code if x.op == "mov") < sum(1 for x in prog.code if x.op == "mov")
+    assert out.allocated and out.nregs <= 10
+
+
+def preds_ptx(k: int) -> str:
+    setps = "\n".join(f"    setp.lt.u32 %p{j}, %r{j}, {j + 5};" for j in range(k))
+    sels = "\n".join(f"    selp.b32 %r{k + j + 1}, %r{k + j}, 7, %p{j};" for j in range(k))
+    loads = "\n".join(f"    ld.global.u32 %r{j}, [%rd2+{4 * j}];" for j in range(k))
+    return (
+        HEADER
+        + f"""
+.visible .entry k(.param .u64 k_param_0)
+{{
+    .reg .pred %p<{k + 1}>;
+    .reg .b32 %r<{2 * k + 2}>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+{loads}
+    mov.u32 %r{k}, 1;
+{setps}
+{sels}
+    st.global.u32 [%rd2], %r{2 * k};
+    ret;
+}}
+"""
+    )
+
+
+def test_predicate_limit() -> None:
+    ref, got, _, prog = both(preds_ptx(8), _spec(8))
+    assert_same(ref, got)
+    assert prog.npreds == 8
+    prog9 = lower_kernel(parse_ptx(preds_ptx(9)), "k")
+    with pytest.raises(
+        MachineLimitError, match=r"needs 9 predicate registers after allocation; the machine has 8"
+    ):
+        allocate(prog9)
+
+
+def test_shuffle_source_keeps_its_register(tmp_path) -> None:
+    """A value read by shfl from other lanes shares its physical register with nothing."""
+    src = (
+        'extern "C" __global__ void k(int* out) {\n  int i = threadIdx.x; int v = out[i] * 3;\n'
+        "  if (i & 1) { int w = out[i] + 5; out[i] = w * w; return; }\n"
+        "  out[i] = __shfl_down_sync(0xffffffff, v, 1) + v;\n}\n"
+    )
+    (tmp_path / "k.cu").write_text(src)
+    (tmp_path / "k.json").write_text(
+        json.dumps(
+            {
+                "kernel": "k",
+                "grid": 1,
+                "block": 32,
+                "args": [{"name": "out", "type": "i32*", "data": list(range(32))}],
+            }
+        )
+    )
+    from qwengpu.machine.sim import run_machine_sim
+    from qwengpu.runner import run_kernel
+
+    ref = run_kernel(tmp_path / "k.cu")
+    got = run_machine_sim(tmp_path / "k.cu")
+    assert got.outputs["out"].tobytes() == ref.outputs["out"].tobytes()
+    assert got.program.pinned
+
+
+# ---------------------------------------------------------------------------------------------
+# limits
+# ---------------------------------------------------------------------------------------------
+def test_limits_table() -> None:
+    rows = {name: v for name, v, _ in machine_limits()}
+    assert rows["registers"] == 32 and rows["threads_per_block"] >= 64 and rows["blocks_per_launch"] >= 64
+    assert rows["global_words"] >= 1024 and rows["shared_words"] >= 256 and rows["program"] >= 512
+    assert "32-bit registers per thread" in format_limits()
+
+
+COPY = 'extern "C" __global__ void k(int* out) {\n  out[blockIdx.x * blockDim.x + threadIdx.x] += 1;\n}\n'
+
+
+def _run_cuda(tmp_path, src: str, spec: dict):
+    from qwengpu.machine.sim import run_machine_sim
+
+    (tmp_path / "k.cu").write_text(src)
+    (tmp_path / "k.json").write_text(json.dumps(spec))
+    return run_machine_sim(tmp_path / "k.cu")
+
+
+@pytest.mark.parametrize(
+    "grid,block,size,msg",
+    [
+        (1, 65, 65, "the launch needs 65 threads per block; the machine has 64"),
+        (65, 1, 65, "the launch needs 65 blocks; the machine has 64"),
+        (1, 1, 1025, "the launch needs 1025 words of global memory; the machine has 1024"),
+    ],
+)
+def test_launch_limits(tmp_path, grid: int, block: int, size: int, msg: str) -> None:
+    spec = {
+        "kernel": "k",
+        "grid": grid,
+        "block": block,
+        "args": [{"name": "out", "type": "i32*", "size": size}],
+    }
+    with pytest.raises(MachineLimitError, match=msg):
+        _run_cuda(tmp_path, COPY, spec)
+    spec["grid"], spec["block"] = 1, 64
+    res = _run_cuda(
+        tmp_path,
+        COPY,
+        {"kernel": "k", "grid": 1, "block": 64, "args": [{"name": "out", "type": "i32*", "size": 1024}]},
+    )
+    assert int(res.outputs["out"][:64].sum()) == 64
+
+
+def test_shared_memory_limit(tmp_path) -> None:
+    src = (
+        'extern "C" __global__ void k(int* out) {\n  extern __shared__ int s[];\n  s[threadIdx.x] = 1;\n'
+        "  __syncthreads();\n  out[threadIdx.x] = s[threadIdx.x];\n}\n"
+    )
+    spec = {
+        "kernel": "k",
+        "grid": 1,
+        "block": 4,
+        "shared_bytes": 257 * 4,
+        "args": [{"name": "out", "type": "i32*", "size": 4}],
+    }
+    with pytest.raises(
+        MachineLimitError, match="needs 257 words of shared memory per block; the machine has 256"
+    ):
+        _run_cuda(tmp_path, src, spec)
+    spec["shared_bytes"] = 256 * 4
+    assert _run_cuda(tmp_path, src, spec).outputs["out"].tolist() == [1, 1, 1, 1]
+
+
+def test_local_memory_limit(tmp_path) -> None:
+    src = (
+        'extern "C" __global__ void k(int* out, int n) {\n  int a[%d];\n'
+        "  for (int j = 0; j < %d; j++) a[j] = out[j];\n  out[0] = a[n];\n}\n"
+    )
+    spec = {
+        "kernel": "k",
+        "grid": 1,
+        "block": 1,
+        "args": [{"name": "out", "type": "i32*", "size": 20}, {"name": "n", "type": "i32", "value": 3}],
+    }
+    with pytest.raises(
+        MachineLimitError, match="needs 18 words of local memory per thread; the machine has 16"
+    ):
+        _run_cuda(tmp_path, src % (17, 17), spec)  # 68 bytes, 8-byte aligned like the interpreter's layout
+    _run_cuda(tmp_path, src % (16, 16), spec)
+
+
+def test_parameter_limit(tmp_path) -> None:
+    n = LIMITS.param_words // 2 + 1
+    params = ", ".join(f"long long p{j}" for j in range(n))
+    body = " + ".join(f"p{j}" for j in range(n))
+    src = f'extern "C" __global__ void k(long long* out, {params}) {{\n  out[0] = {body};\n}}\n'
+    spec = {
+        "kernel": "k",
+        "grid": 1,
+        "block": 1,
+        "args": [{"name": "out", "type": "i64*", "size": 1}]
+        + [{"name": f"p{j}", "type": "i64", "value": j} for j in range(n)],
+    }
+    with pytest.raises(
+        MachineLimitError, match=r"words of parameters and launch constants; the machine has 64"
+    ):
+        _run_cuda(tmp_path, src, spec)
+
+
+def test_program_limit() -> None:
+    n = LIMITS.program + 1
+    body = "\n".join(f"    add.s32 %r1, %r1, {j};" for j in range(n))
+    ptx = (
+        HEADER
+        + f"""
+.visible .entry k(.param .u64 k_param_0)
+{{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.global.u32 %r1, [%rd2];
+{body}
+    st.global.u32 [%rd2], %r1;
+    ret;
+}}
+"""
+    )
+    ref, got, _, _ = both(ptx, _spec(1))
+    assert (
+        isinstance(got, str) and f"machine instructions of program; the machine has {LIMITS.program}" in got
+    )
+    assert isinstance(ref, dict) and np.asarray(ref["buf"]).size == 1
+
+
+def test_parameters_are_rematerialized(tmp_path) -> None:
+    """NVRTC loads every parameter first; constant-bank words are reloaded at their use instead."""
+    n = 24
+    params = ", ".join(f"long long p{j}" for j in range(n))
+    body = " ^ ".join(f"(p{j} * {j + 3})" for j in range(n))
+    src = f'extern "C" __global__ void k(long long* out, {params}) {{\n  out[threadIdx.x] = {body};\n}}\n'
+    spec = {
+        "kernel": "k",
+        "grid": 1,
+        "block": 2,
+        "args": [{"name": "out", "type": "i64*", "size": 2}]
+        + [{"name": f"p{j}", "type": "i64", "value": (j * 0x123456789AB) ^ (j << 40)} for j in range(n)],
+    }
+    from qwengpu.runner import run_kernel
+
+    res = _run_cuda(tmp_path, src, spec)
+    ref = run_kernel(tmp_path / "k.cu")
+    assert res.outputs["out"].tobytes() == ref.outputs["out"].tobytes()
+    assert res.program.nregs <= 32
