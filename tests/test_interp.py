@@ -254,3 +254,55 @@ def test_float_specials_and_json_roundtrip(run_cuda):
 
     for v, b in zip(out, bits, strict=False):
         assert parse_value(v if not isinstance(v, float) else repr(v), "f32", "x") == b
+
+
+def test_mul24_mad24_handwritten_ptx():
+    """PTX mul24/mad24 (NVRTC never emits them): low 24 bits of each operand, sign-extended for .s32."""
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.simt.interp import Interpreter
+    from qwengpu.simt.memory import GlobalMemory
+
+    ptx = """.version 9.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 a, .param .u32 b)
+{
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [a];
+    ld.param.u32 %r2, [b];
+    mul24.lo.s32 %r3, %r1, %r2;
+    mul24.hi.s32 %r4, %r1, %r2;
+    mul24.lo.u32 %r5, %r1, %r2;
+    mul24.hi.u32 %r6, %r1, %r2;
+    mad24.lo.s32 %r7, %r1, %r2, 5;
+    mad24.hi.u32 %r8, %r1, %r2, 7;
+    st.global.v4.u32 [%rd1], {%r3, %r4, %r5, %r6};
+    st.global.v2.u32 [%rd1+16], {%r7, %r8};
+    ret;
+}
+"""
+
+    def s24(x: int) -> int:
+        x &= 0xFFFFFF
+        return x - (1 << 24) if x >> 23 else x
+
+    for a, b in [(0x00FFFFFF, 0x00800001), (0x12345678, 0xFEDCBA98), (-3 & 0xFFFFFFFF, 0x7FFFFF), (5, 7)]:
+        interp = Interpreter(parse_ptx(ptx), "k")
+        gmem = GlobalMemory()
+        base = gmem.alloc("out", bytes(24))
+        gmem.finalize()
+        params = base.to_bytes(8, "little") + a.to_bytes(4, "little") + b.to_bytes(4, "little")
+        interp.launch((1, 1, 1), (1, 1, 1), params, gmem)
+        got = np.frombuffer(gmem.read("out"), dtype=np.uint32).tolist()
+        ps, pu = s24(a) * s24(b), (a & 0xFFFFFF) * (b & 0xFFFFFF)
+        want = [
+            ps & 0xFFFFFFFF,
+            (ps >> 16) & 0xFFFFFFFF,
+            pu & 0xFFFFFFFF,
+            (pu >> 16) & 0xFFFFFFFF,
+            (ps + 5) & 0xFFFFFFFF,
+            ((pu >> 16) + 7) & 0xFFFFFFFF,
+        ]
+        assert got == want, (hex(a), hex(b))

@@ -751,21 +751,27 @@ class Interpreter:
         return self._simple(ins, t, lambda a, b: a * b, 2)
 
     def _op_mul24(self, ins: Instr, pc: int):
-        t = _type_of(ins)
+        return self._op_mad24(ins, pc)
 
-        def f(a, b):
-            s = 8
-            a24 = (a.astype(np.int64) << s) >> s if t == "s32" else a.astype(np.int64) & 0xFFFFFF
-            b24 = (
-                (np.asarray(b).astype(np.int64) << s) >> s
-                if t == "s32"
-                else np.asarray(b).astype(np.int64) & 0xFFFFFF
-            )
-            p = a24 * b24
-            r = (p >> 16) if "hi" in ins.mods else p
+    def _op_mad24(self, ins: Instr, pc: int):
+        """mul24/mad24: the low 24 bits of each operand (sign-extended for .s32) give a 48-bit
+        product; .lo keeps bits 31..0, .hi bits 47..16; mad24 then adds c (wrapping)."""
+        t = _type_of(ins)
+        hi = "hi" in ins.mods
+        signed = t == "s32"
+
+        def low24(x) -> np.ndarray:
+            v = np.asarray(x).astype(np.int64) & 0xFFFFFF
+            return np.where(v >= 1 << 23, v - (1 << 24), v) if signed else v
+
+        def f(a, b, c=None):
+            p = low24(a) * low24(b)
+            r = (p >> 16) if hi else p
+            if c is not None:
+                r = r + np.asarray(c).astype(np.int64)
             return (r & 0xFFFFFFFF).astype(np.uint32).view(iops.DTYPES[t])
 
-        return self._simple(ins, t, f, 2)
+        return self._simple(ins, t, f, 3 if ins.op == "mad24" else 2)
 
     def _op_mad(self, ins: Instr, pc: int):
         t = _type_of(ins)
@@ -797,8 +803,6 @@ class Interpreter:
         if hi:
             return self._simple(ins, t, lambda a, b, c: iops.mulhi(a, np.asarray(b, dtype=a.dtype)) + c, 3)
         return self._simple(ins, t, lambda a, b, c: a * b + c, 3)
-
-    _op_mad24 = _op_mad
 
     def _op_fma(self, ins: Instr, pc: int):
         return self._op_mad(ins, pc)
