@@ -50,25 +50,31 @@ ROM_OPS = (
     "sel",
     "ld",
     "not",
+    "min",
+    "max",
+    "popc",
+    "clz",
+    "brev",
     "setp",
     "st",
     "bra",
     "exit",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
-REG_RESULT_OPS = 12  # ops 0..11 write a register
+REG_RESULT_OPS = 17  # ops 0..16 write a register
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOPS = (None, "and", "or", "xor")
 
 # ROM row fields: (name, width), LSB first
 ROM_FIELDS = (
-    ("op", 4),
+    ("op", 5),
     ("dst", 5),
     ("ra", 5),
     ("a_imm", 1),
     ("a_lane", 1),
     ("rb", 5),
     ("b_imm", 1),
+    ("b_off", 1),
     ("cidx", 3),
     ("cneg", 1),
     ("cpt", 1),
@@ -208,7 +214,8 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
         G.append(c.lut([f["gen"][0], f["gneg"][0], g], lambda en, ng, v: int((not en) or (v ^ ng))))
         CV.append(c.lut([f["cpt"][0], f["cneg"][0], cp], lambda pt, ng, v: int((not ng) if pt else (v ^ ng))))
         A.append(c.select(c.concat(f["a_lane"], f["a_imm"]), [rf_a, c.const(lane, 32), f["imm"], f["imm"]]))
-        B.append(c.mux(f["b_imm"][0], f["imm"], rf_b))  # type: ignore[arg-type]
+        # b: register, the immediate, or (second immediate) the ``off`` field
+        B.append(c.select(c.concat(f["b_off"], f["b_imm"]), [rf_b, rf_b, f["imm"], f["off"]]))
 
     # ---- addresses, global memory
     gw_bits = (shape.gmem_words - 1).bit_length()
@@ -238,13 +245,19 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
         sign_fill = Word(c, [a.bits[31]] * 32)
         shrs = c.mux(big, sign_fill, a.as_signed() >> sh)
         sel = c.mux(CV[lane], a, b)
-        opts = [a, a + b, a - b, a & b, a | b, a ^ b, shl, shr, shrs, sel, ldv[lane], ~a]
-        res.append(c.select(op, [o.as_unsigned() for o in opts]))  # type: ignore[union-attr]
         eq = a == b
         lt_u, gt_u = a < b, b < a
         lt_s, gt_s = a.as_signed() < b.as_signed(), b.as_signed() < a.as_signed()
         lt = c.mux(f["csign"][0], lt_s, lt_u)
         gt = c.mux(f["csign"][0], gt_s, gt_u)
+        mn, mx = c.mux(lt, a, b), c.mux(gt, a, b)
+        popc = _popcount(c, list(a.bits))
+        # clz(a) = popc of the bits "no one at or above position i" (a thermometer code)
+        clz = _popcount(c, [c.all_of([~x for x in a.bits[i:]]) for i in range(32)])
+        brev = Word(c, list(reversed(a.bits)))
+        opts = [a, a + b, a - b, a & b, a | b, a ^ b, shl, shr, shrs, sel, ldv[lane], ~a]
+        opts += [mn, mx, popc, clz, brev]
+        res.append(c.select(op, [o.as_unsigned() for o in opts]))  # type: ignore[union-attr]
         r = c.lut(
             [*f["cmp"].bits, lt, gt, eq],
             lambda c0, c1, c2, lt_, gt_, eq_: int(
@@ -376,6 +389,14 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
     )  # type: ignore[list-item]
     c.output("out", out)
     return c
+
+
+def _popcount(c: Circuit, bits: list[Bit]) -> Word:
+    """The number of set bits among ``bits`` (at most 32) as a 32-bit word."""
+    from qwengpu.compiler.ops import sum_columns
+
+    cnt = sum_columns(c, [list(bits)] + [[] for _ in range(5)])
+    return Word(c, cnt + [Bit(c, const=0)] * (32 - len(cnt)))
 
 
 def first_of(c: Circuit, bits: list[Bit]) -> list[Bit]:

@@ -114,14 +114,20 @@ def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: Machin
         op = ins.op
         srcs = list(ins.s)
 
-        def reg_or_imm(x, which: str, f=f, ins=ins) -> None:
+        def reg_or_imm(x, which: str, f=f, ins=ins, op=op) -> None:
             if isinstance(x, R):
                 f["r" + which] = x.n
             elif isinstance(x, Imm):
-                if f.get("a_imm") or f.get("b_imm"):
-                    raise _refuse(ins, "two immediate operands")
+                if f.get("b_imm") or (which == "a" and f.get("a_imm")):
+                    raise _refuse(ins, "three immediate operands")
+                if which == "b" and f.get("a_imm"):
+                    # the second immediate travels in the ``off`` field (free outside ld/st)
+                    if op in ("ld", "st"):
+                        raise _refuse(ins, "a store of an immediate to an immediate address")
+                    f.update(b_imm=1, b_off=1, off=x.v & M32)
+                    return
                 f[which + "_imm"] = 1
-                f["imm"] = x.v
+                f["imm"] = x.v & M32
             else:
                 raise _refuse(ins, f"operand {x}")
 
@@ -148,7 +154,11 @@ def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: Machin
             f["op"] = OP["shrs" if ins.mod("sign") == "s" else "shr"]
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
-        elif op in ("mov", "not"):
+        elif op in ("min", "max"):
+            f.update(op=OP[op], csign=int(ins.mod("sign") == "s"))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+        elif op in ("mov", "not", "popc", "clz", "brev"):
             f["op"] = OP[op]
             reg_or_imm(srcs[0], "a")
         elif op == "sel":
