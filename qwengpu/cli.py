@@ -264,7 +264,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     print("machine ISA limits (lowering, register allocation and the ISA simulator enforce these):")
     for _, v, unit in machine_limits():
         print(f"  {v:>6}  {unit}")
-    print("\nthe machine compiled into the weights (first slice; integer subset, no shared/local memory):")
+    print("\nthe machine compiled into the weights (first slice: integer subset without mul; no floats,")
+    print("shared/local memory, atomics, shuffles or votes yet — a launch that needs them is refused):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
     print("\na launch beyond a limit is refused with a message naming the limit (exit code 6)")
