@@ -125,8 +125,9 @@ def _progress_printer(enabled: bool):
         if now - last[0] > 0.5:
             last[0] = now
             rate = stats.warp_instructions / max(stats.seconds, 1e-9)
+            what = "tokens written" if stats.blocks == 0 else f"blocks {stats.blocks}  warp instructions"
             print(
-                f"\r  blocks {stats.blocks}  warp instructions {stats.warp_instructions:,}  ({rate:,.0f}/s)",
+                f"\r  {what} {stats.warp_instructions:,}  ({rate:,.1f}/s)",
                 end="",
                 file=sys.stderr,
                 flush=True,

@@ -111,7 +111,7 @@ def run_kernel(
             "use --engine machine (the machine alone in a stock Qwen3.5 model) or --engine interp"
         )
     if engine == "machine":
-        return _run_on_machine(cu, Path(spec_path), spec, runtime)
+        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress)
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
@@ -132,12 +132,18 @@ def run_kernel(
     return result
 
 
-def _run_on_machine(cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str) -> RunResult:
+def _run_on_machine(cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
     from qwengpu.machine.engine import run_machine
 
     t0 = time.perf_counter()
-    run = run_machine(cu, spec_path, runtime=runtime)
+    t_start = time.perf_counter()
+
+    def tokens(n: int) -> None:  # the stock loop is slow: report tokens written and tokens/s
+        if progress is not None:
+            progress(Stats(warp_instructions=n, seconds=time.perf_counter() - t_start))
+
+    run = run_machine(cu, spec_path, runtime=runtime, progress=tokens if progress else None)
     stats = dict(run.stats)
     stats["seconds_total"] = round(time.perf_counter() - t0, 3)
     result = RunResult(spec.kernel, "machine", spec, run.outputs, stats)

@@ -301,8 +301,10 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
 
 
 @torch.no_grad()
-def generate(model, prompt: list[int], max_tokens: int) -> list[int]:
-    """Greedy, one token at a time with the model's cache (the recurrent path), until HALT."""
+def generate(model, prompt: list[int], max_tokens: int, progress=None) -> list[int]:
+    """Greedy, one token at a time with the model's cache (the recurrent path), until HALT.
+
+    ``progress(tokens_written)`` is called after every token (the stock loop takes minutes)."""
     ids = torch.tensor([prompt])
     out = model(input_ids=ids, use_cache=True)
     cache = out.cache
@@ -314,6 +316,8 @@ def generate(model, prompt: list[int], max_tokens: int) -> list[int]:
         cache = o.cache
         nxt = int(o.logits[0, -1].argmax())
         trace.append(nxt)
+        if progress is not None:
+            progress(len(trace))
     return trace
 
 
@@ -343,6 +347,7 @@ def run_machine(
     max_tokens: int = 20000,
     model=None,
     runtime: str = "fast",
+    progress=None,
 ) -> ModelRun:
     """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
 
@@ -362,7 +367,7 @@ def run_machine(
 
         trace = run_trace_fast(model, prompt, max_tokens)
     else:
-        trace = generate(model, prompt, max_tokens)
+        trace = generate(model, prompt, max_tokens, progress)
     seconds = time.perf_counter() - t0
     if trace[-1] != P.ctl(P.HALT):
         raise ExecutionError(f"the model did not halt within {max_tokens} tokens")
