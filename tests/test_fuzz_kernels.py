@@ -126,10 +126,8 @@ def gen_int(rng: random.Random, depth: int) -> tuple[str, object]:
 EDGE = [0, 1, 2, M32, 0x80000000, 0x7FFFFFFF, 0xFFFFFFFE, 31, 32, 33, 0x10000, 0xFFFF]
 
 
-@pytest.mark.parametrize("seed", range(SEEDS))
-def test_random_integer_expressions(tmp_path, seed):
-    rng = random.Random(seed)
-    n = 64
+def write_int_kernel(tmp_path, rng: random.Random, n: int = 64) -> tuple[object, list, dict]:
+    """A random integer-expression kernel and its spec in ``tmp_path``: (cu path, exprs, inputs)."""
     exprs = [gen_int(rng, 4) for _ in range(6)]
     body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
     src = (
@@ -154,7 +152,14 @@ def test_random_integer_expressions(tmp_path, seed):
     }
     (tmp_path / "fz.cu").write_text(src)
     (tmp_path / "fz.json").write_text(json.dumps(spec))
-    got = run_kernel(tmp_path / "fz.cu").outputs["out"].tolist()
+    return tmp_path / "fz.cu", exprs, vals
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_random_integer_expressions(tmp_path, seed):
+    n = 64
+    cu, exprs, vals = write_int_kernel(tmp_path, random.Random(seed), n)
+    got = run_kernel(cu).outputs["out"].tolist()
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
@@ -283,10 +288,8 @@ FEDGE = [
 ]
 
 
-@pytest.mark.parametrize("seed", range(SEEDS))
-def test_random_float_expressions(tmp_path, seed):
-    rng = random.Random(100 + seed)
-    n = 64
+def write_float_kernel(tmp_path, rng: random.Random, n: int = 64) -> tuple[object, list, dict]:
+    """A random float-expression kernel and its spec in ``tmp_path``: (cu path, exprs, input bits)."""
     exprs = [gen_float(rng, 3) for _ in range(5)]
     body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
     src = (
@@ -319,7 +322,14 @@ def test_random_float_expressions(tmp_path, seed):
     }
     (tmp_path / "ff.cu").write_text(src)
     (tmp_path / "ff.json").write_text(json.dumps(spec))
-    got = run_kernel(tmp_path / "ff.cu").outputs["out"].view(np.uint32).tolist()
+    return tmp_path / "ff.cu", exprs, vals
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_random_float_expressions(tmp_path, seed):
+    n = 64
+    cu, exprs, vals = write_float_kernel(tmp_path, random.Random(100 + seed), n)
+    got = run_kernel(cu).outputs["out"].view(np.uint32).tolist()
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         bad = [(i, hex(got[k * n + i]), hex(want[i])) for i in range(n) if got[k * n + i] != want[i]]

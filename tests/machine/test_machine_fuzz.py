@@ -4,7 +4,6 @@ rounding mode), run on the machine simulator and on the interpreter, compared bi
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -22,72 +21,11 @@ SEEDS = int(os.environ.get("MACHINE_FUZZ_SEEDS", "4"))
 
 
 def _int_kernel(tmp_path: Path, seed: int) -> Path:
-    rng = random.Random(1000 + seed)
-    n = 64
-    exprs = [fz.gen_int(rng, 4) for _ in range(6)]
-    body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
-    src = (
-        f'extern "C" __global__ void fz(const unsigned* A, const unsigned* B, const unsigned* C, '
-        f"unsigned* out, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        f"  if (i >= n) return;\n  unsigned a = A[i], b = B[i], c = C[i];\n{body}\n}}\n"
-    )
-    vals = {
-        k: [rng.choice(fz.EDGE) if rng.random() < 0.4 else rng.getrandbits(32) for _ in range(n)]
-        for k in "abc"
-    }
-    spec = {
-        "kernel": "fz",
-        "grid": 2,
-        "block": 32,
-        "args": [
-            {"name": "A", "type": "u32*", "data": vals["a"]},
-            {"name": "B", "type": "u32*", "data": vals["b"]},
-            {"name": "C", "type": "u32*", "data": vals["c"]},
-            {"name": "out", "type": "u32*", "size": n * len(exprs)},
-            {"name": "n", "type": "i32", "value": n},
-        ],
-    }
-    (tmp_path / "fz.cu").write_text(src)
-    (tmp_path / "fz.json").write_text(json.dumps(spec))
-    return tmp_path / "fz.cu"
+    return fz.write_int_kernel(tmp_path, random.Random(1000 + seed))[0]
 
 
 def _float_kernel(tmp_path: Path, seed: int) -> Path:
-    rng = random.Random(2000 + seed)
-    n = 64
-    exprs = [fz.gen_float(rng, 3) for _ in range(5)]
-    body = "\n".join(f"  out[{k} * n + i] = {x};" for k, (x, _) in enumerate(exprs))
-    src = (
-        'extern "C" __global__ void ff(const float* A, const float* B, const float* C, float* out, '
-        f"int n) {{\n"
-        f"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n"
-        f"  float a = A[i], b = B[i], c = C[i];\n{body}\n}}\n"
-    )
-
-    def rnd_bits() -> int:
-        r = rng.random()
-        if r < 0.25:
-            return rng.choice(fz.FEDGE)
-        if r < 0.5:
-            return rng.getrandbits(32)
-        return fz.f2b(rng.uniform(-4, 4))
-
-    vals = {k: [rnd_bits() for _ in range(n)] for k in "abc"}
-    spec = {
-        "kernel": "ff",
-        "grid": 2,
-        "block": 32,
-        "args": [
-            {"name": "A", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["a"]]},
-            {"name": "B", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["b"]]},
-            {"name": "C", "type": "f32*", "data": [f"0x{v:08x}" for v in vals["c"]]},
-            {"name": "out", "type": "f32*", "size": n * len(exprs)},
-            {"name": "n", "type": "i32", "value": n},
-        ],
-    }
-    (tmp_path / "ff.cu").write_text(src)
-    (tmp_path / "ff.json").write_text(json.dumps(spec))
-    return tmp_path / "ff.cu"
+    return fz.write_float_kernel(tmp_path, random.Random(2000 + seed))[0]
 
 
 def _compare(cu: Path) -> None:
