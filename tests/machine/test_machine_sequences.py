@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import random
 import struct
+import sys
+from pathlib import Path
 
 import pytest
 from machine_helpers import assert_same, binop_ptx, binop_spec, both
 
 from qwengpu.machine.sim import run_machine_sim
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import test_fuzz_kernels as fz  # noqa: E402
 
 M64 = 2**64 - 1
 E64 = [
@@ -269,31 +274,9 @@ def test_sub_word_conversions(op: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # floats
 # ---------------------------------------------------------------------------------------------
-FEDGE = [
-    0x00000000,
-    0x80000000,
-    0x00000001,
-    0x80000001,
-    0x007FFFFF,
-    0x00800000,
-    0x7F7FFFFF,
-    0xFF7FFFFF,
-    0x7F800000,
-    0xFF800000,
-    0x3F800000,
-    0x3F800001,
-    0x33800000,
-    0x4B800000,
-    0x7FFFFFFF,
-    0x7FC00001,
-    0x40400000,
-    0xBF7FFFFF,
-    0x00400000,
-    0x00000003,
-    0x7E800000,
-    0x01000000,
-    0x3FFFFFFF,
-]
+# the float edge values of the interpreter's fuzz tests, plus values that stress the sequences
+FEDGE = [*fz.FEDGE, 0x7FC00001, 0x40400000, 0xBF7FFFFF, 0x00400000, 0x00000003, 0x7E800000, 0x01000000,
+         0x3FFFFFFF]
 
 
 def fvals(seed: int, n: int = N) -> tuple[list[int], list[int]]:
