@@ -1,18 +1,27 @@
-"""Stock HF greedy loop vs the fast runtime on the machine slice's vadd launch, in one run.
+"""Stock HF greedy loop vs the fast runtime on the machine slice's launches, in one run.
 
-    python bench/runtime_speed.py [--kernel tests/machine_weights/kernels/vadd.cu] [--threads 2]
-                                  [--repeat 3]
+    python bench/runtime_speed.py [--kernel tests/machine_weights/kernels/vadd.cu ...] [--threads 2]
+                                  [--repeat 3] [--no-stock]
 
-Both run the same prompt to HALT: the stock model as ``qwengpu.machine.engine.generate`` does
-(one prefill on the chunked path, then one token at a time with the cache, recurrent path), the
-fast runtime with ``FastModel.generate`` (every prompt token through the recurrent step). Tokens
-counted: prompt + trace (every token is one pass through all layers); the traces must be equal.
-Warp instructions/s counts the PASS tokens (one warp instruction each, plus the first).
+For each kernel both run the same prompt to HALT: the stock model as
+``qwengpu.machine.engine.generate`` does (one prefill on the chunked path, then one token at a
+time with the cache, recurrent path), the fast runtime with ``FastModel.generate`` (every prompt
+token through the recurrent step). Tokens counted: prompt + trace (every token is one pass through
+all layers); the traces must be equal. Warp instructions/s counts the PASS tokens (one warp
+instruction each, plus the first).
+
+Fast rows: "cold" runs start with every memo cleared (``FastModel.clear_memos``), so a run gains
+nothing from an earlier run of the same launch; "first run" is the first of them (right after the
+gather); "warm" repeats the launch with the memos the previous run left (what a second launch of
+the same program sees); "general paths" is ``FastModel.from_model(model, shortcuts=False)`` (no
+guarded shortcut, no memo). ``--no-stock`` skips the stock loop (minutes) for quick checks.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -21,54 +30,72 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _timed(fn, *args, **kw):
+    t0 = time.perf_counter()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kernel", default=str(ROOT / "tests/machine_weights/kernels/vadd.cu"))
+    ap.add_argument("--kernel", action="append", help="a .cu with its .json beside it (repeatable; "
+                    "default tests/machine_weights/kernels/vadd.cu)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3, help="fast runs (the best is reported)")
+    ap.add_argument("--repeat", type=int, default=3, help="cold fast runs per kernel (the best is reported)")
+    ap.add_argument("--no-stock", action="store_true", help="skip the stock loop (no speed-up is printed)")
     args = ap.parse_args()
+    kernels = args.kernel or [str(ROOT / "tests/machine_weights/kernels/vadd.cu")]
     torch.set_num_threads(args.threads)
 
     from qwengpu.machine import protocol as P
     from qwengpu.machine.engine import generate, machine_model, prepare
     from qwengpu.runtime import FastModel
 
-    t0 = time.perf_counter()
-    _, model = machine_model()
-    prompt = prepare(args.kernel)[2]
-    t_build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    fast = FastModel.from_model(model)
-    t_gather = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    stock_trace = generate(model, prompt, 20000)
-    t_stock = time.perf_counter() - t0
-
+    print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
+    (_, model), t_build = _timed(machine_model)
+    fast, t_gather = _timed(FastModel.from_model, model)
+    general, t_gather_general = _timed(FastModel.from_model, model, shortcuts=False)
+    st = fast.stats()
+    print(f"model build {t_build:.1f} s, fast gather {t_gather:.1f} s (one-time; general-paths gather "
+          f"{t_gather_general:.1f} s), torch threads {args.threads}, {st['layers']} layers, "
+          f"{st['deltanet_heads']} DeltaNet heads used, {st['mlp_neurons']} MLP neurons used")
     halt = P.ctl(P.HALT)
-    best, fast_trace, cold = float("inf"), [], 0.0
-    for i in range(max(1, args.repeat)):
-        t0 = time.perf_counter()
-        fast_trace = fast.generate(prompt, 20000, stop=halt)
-        dt = time.perf_counter() - t0
-        cold = dt if i == 0 else cold
-        best = min(best, dt)
-
-    same = fast_trace == stock_trace
-    n = len(prompt) + len(stock_trace)
-    warps = 1 + sum(P.decode(t).kind == "PASS" for t in stock_trace)
-    print(f"kernel {Path(args.kernel).name}: prompt {len(prompt)} + trace {len(stock_trace)} = {n} tokens, "
-          f"{warps} warp instructions; traces equal: {same}")
-    print(f"model build {t_build:.1f} s, fast gather {t_gather:.1f} s (one-time), "
-          f"torch threads {args.threads}")
-    print(f"{'runtime':<22}{'tokens':>8}{'seconds':>10}{'tokens/s':>11}{'warp instr/s':>14}")
-    rows = [("stock HF (greedy)", t_stock), ("fast (first run)", cold),
-            (f"fast (best of {args.repeat})", best)]
-    for name, sec in rows:
-        print(f"{name:<22}{n:>8}{sec:>10.3f}{n / sec:>11.1f}{warps / sec:>14.1f}")
-    print(f"speed-up: {t_stock / best:.0f}x (best), {t_stock / cold:.0f}x (first run)")
-    if not same:
-        raise SystemExit("fast trace differs from the stock trace")
+    for kernel in kernels:
+        prompt = prepare(kernel)[2]
+        stock_trace, t_stock = (None, None) if args.no_stock else _timed(generate, model, prompt, 20000)
+        colds = []
+        for _ in range(max(1, args.repeat)):
+            fast.clear_memos()
+            trace, dt = _timed(fast.generate, prompt, 20000, stop=halt)
+            colds.append(dt)
+            if stock_trace is None:
+                stock_trace = trace
+            if trace != stock_trace:
+                raise SystemExit(f"{kernel}: fast trace differs from the stock trace")
+        warm_trace, t_warm = _timed(fast.generate, prompt, 20000, stop=halt)
+        gen_trace, t_general = _timed(general.generate, prompt, 20000, stop=halt)
+        same = warm_trace == stock_trace and gen_trace == stock_trace
+        n = len(prompt) + len(stock_trace)
+        warps = 1 + sum(P.decode(t).kind == "PASS" for t in stock_trace)
+        print(f"\nkernel {Path(kernel).name}: prompt {len(prompt)} + trace {len(stock_trace)} = {n} tokens, "
+              f"{warps} warp instructions; traces equal: {same}{'' if t_stock else ' (fast runs only)'}")
+        print(f"| {'runtime':<30} | {'tokens':>6} | {'seconds':>8} | {'tokens/s':>9} | {'warp instr/s':>12} |"
+              f" {'vs stock':>8} |")
+        print(f"|{'-' * 32}|{'-' * 8}|{'-' * 10}|{'-' * 11}|{'-' * 14}|{'-' * 10}|")
+        rows = [("stock HF (greedy)", t_stock), ("fast, cold, first run", colds[0]),
+                (f"fast, cold, best of {len(colds)}", min(colds)), ("fast, warm (memos kept)", t_warm),
+                ("fast, general paths", t_general)]
+        for name, sec in rows:
+            if sec is None:
+                continue
+            ratio = f"{t_stock / sec:.0f}x" if t_stock else "-"
+            print(f"| {name:<30} | {n:>6} | {sec:>8.3f} | {n / sec:>9.1f} | {warps / sec:>12.1f} |"
+                  f" {ratio:>8} |")
+        if not same:
+            raise SystemExit(f"{kernel}: a fast trace differs from the stock trace")
+    paths = {k: v for k, v in fast.stats().items() if k.startswith(("deltanet_", "mlp_memo", "head_"))
+             and k != "deltanet_heads"}
+    print("\nfast paths taken (all runs): " + ", ".join(f"{k} {v}" for k, v in paths.items()))
 
 
 if __name__ == "__main__":

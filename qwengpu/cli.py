@@ -92,9 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
     _add_compile_flags(p)
 
-    p = sub.add_parser("machine", help="the GPU compiled into the weights: limits and facts")
-    p.add_argument("action", choices=["info"], help="info: print the machine's real limits")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("machine", help="the GPU compiled into the weights: limits, checkpoint, cache")
+    msub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    q = msub.add_parser("info", help="print the machine's real limits")
+    q.add_argument("--json", action="store_true")
+    q = msub.add_parser("build", help="write the machine as a stock Qwen3_5ForCausalLM checkpoint folder")
+    q.add_argument("--out", required=True, metavar="DIR",
+                   help="checkpoint folder to create (must be new or empty)")
+    q.add_argument("--shape", default="test", choices=["test", "2b"],
+                   help="layer shape: the small test shape (default) or Qwen3.5-2B's "
+                   "(compiler/configs/qwen3_5_2b_text.json)")
+    q.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint folder")
+    q.add_argument("--json", action="store_true")
+    q = msub.add_parser("cache", help="list the on-disk machine cache ($QWENGPU_CACHE/machine)")
+    q.add_argument("--clear", action="store_true", help="remove every entry")
+    q.add_argument("--json", action="store_true")
 
     p = sub.add_parser("hwcheck", help="compare every corpus kernel, bit for bit, with a real NVIDIA GPU")
     p.add_argument("dir", nargs="?", default="kernels", help="folder of kernels (default: kernels)")
@@ -244,20 +256,85 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _machine_config(shape: str):
+    from qwengpu.machine.engine import test_config
+
+    if shape == "2b":
+        from qwengpu.compiler import text_config
+
+        return text_config("qwen3_5_2b_text")
+    return test_config()
+
+
+def _cmd_machine_build(args: argparse.Namespace) -> int:
+    from qwengpu.compiler import FitError
+    from qwengpu.errors import MachineLimitError
+    from qwengpu.machine.checkpoint import build_checkpoint, compiler_version, read_machine_sidecar
+
+    config = _machine_config(args.shape)
+    t0 = time.perf_counter()
+
+    def note(msg: str) -> None:
+        print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        out = build_checkpoint(args.out, config, overwrite=args.overwrite, progress=note)
+    except FitError as e:
+        raise MachineLimitError(f"the machine does not fit the {args.shape} layer shape: {e}") from e
+    seconds = time.perf_counter() - t0
+    meta = read_machine_sidecar(out)
+    size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
+    info = {"path": str(out), "shape": args.shape, "compiler_version": compiler_version(config),
+            "layers": int(json.loads((out / "config.json").read_text())["num_hidden_layers"]),
+            "vocab_size": meta["vocab_size"], "bytes": size,
+            "build_seconds": meta["build_seconds"], "seconds": round(seconds, 3)}
+    if args.json:
+        print(json.dumps(info))
+    else:
+        print(f"wrote {out}: stock Qwen3_5ForCausalLM, {info['layers']} layers, vocab {info['vocab_size']}, "
+              f"{size / 1e9:.2f} GB (compiler version {info['compiler_version']}); "
+              f"built in {info['build_seconds']:.1f} s, {seconds:.1f} s in all")
+        print("load it with transformers.AutoModelForCausalLM.from_pretrained(DIR) (no custom code)")
+    return 0
+
+
+def _cmd_machine_cache(args: argparse.Namespace) -> int:
+    from qwengpu.machine.checkpoint import cache_entries, cache_root, clear_cache
+
+    root = cache_root()
+    rows = clear_cache() if args.clear else cache_entries()
+    if args.json:
+        print(json.dumps({"root": str(root), "entries": rows, "cleared": bool(args.clear),
+                          "bytes": sum(r["bytes"] for r in rows)}))
+        return 0
+    verb = "removed" if args.clear else "holds"
+    print(f"{root} {verb} {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
+          f"{sum(r['bytes'] for r in rows) / 1e9:.2f} GB")
+    for r in rows:
+        state = "" if r["complete"] else "  (incomplete: an interrupted or running build)"
+        print(f"  {r['version']:<20} {r['bytes'] / 1e9:7.2f} GB  hidden {r['hidden_size']}  "
+              f"last used {r['last_used']}{state}")
+    return 0
+
+
 def _cmd_machine(args: argparse.Namespace) -> int:
+    if args.action == "build":
+        return _cmd_machine_build(args)
+    if args.action == "cache":
+        return _cmd_machine_cache(args)
     from dataclasses import asdict
 
-    from qwengpu.machine.circuit import LANES, MachineShape
+    from qwengpu.machine.circuit import MachineShape
     from qwengpu.machine.limits import LIMITS, machine_limits
 
     shape = MachineShape()
     slice_rows = [
-        ("threads_per_block", LANES, "threads (one 4-lane group, one block, 1-D)"),
-        ("blocks_per_launch", 1, "block per launch"),
+        ("threads_per_block", shape.threads, "threads per block (2 warps of 8 four-lane groups; 1-D)"),
+        ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),
         ("global_words", shape.gmem_words, "32-bit words of global memory (guard gaps included)"),
-        ("program", shape.rom_rows, "machine instructions of program ROM"),
+        ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
     if args.json:
         print(json.dumps({"isa": asdict(LIMITS), "in_weights": {k: v for k, v, _ in slice_rows}}))
@@ -265,8 +342,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     print("machine ISA limits (lowering, register allocation and the ISA simulator enforce these):")
     for _, v, unit in machine_limits():
         print(f"  {v:>6}  {unit}")
-    print("\nthe machine compiled into the weights (first slice: integer subset without mul; no floats,")
-    print("shared/local memory, atomics, shuffles or votes yet — a launch that needs them is refused):")
+    print("\nthe machine compiled into the weights (integer datapath; mul, floats and what qwengpu/machine/")
+    print("soft*.py expand run as sequences of its ops; approximate float instructions are refused):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
     print("\na launch beyond a limit is refused with a message naming the limit (exit code 6)")

@@ -111,7 +111,7 @@ def run_kernel(
             "use --engine machine (the machine alone in a stock Qwen3.5 model) or --engine interp"
         )
     if engine == "machine":
-        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress)
+        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps)
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
@@ -132,7 +132,9 @@ def run_kernel(
     return result
 
 
-def _run_on_machine(cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None) -> RunResult:
+def _run_on_machine(
+    cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None
+) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
     from qwengpu.machine.engine import run_machine
 
@@ -143,7 +145,16 @@ def _run_on_machine(cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, p
         if progress is not None:
             progress(Stats(warp_instructions=n, seconds=time.perf_counter() - t_start))
 
-    run = run_machine(cu, spec_path, runtime=runtime, progress=tokens if progress else None)
+    # the model writes about 2-12 tokens per lane-group pass; the step limit bounds the tokens
+    max_tokens = min(40 * (max_steps or 50_000), 2_000_000)
+    run = run_machine(
+        cu,
+        spec_path,
+        runtime=runtime,
+        progress=tokens if progress else None,
+        trace=trace,
+        max_tokens=max_tokens,
+    )
     stats = dict(run.stats)
     stats["seconds_total"] = round(time.perf_counter() - t0, 3)
     result = RunResult(spec.kernel, "machine", spec, run.outputs, stats)

@@ -23,3 +23,22 @@ def run_cuda(tmp_path):
         return run_kernel(cu, js, **kw)
 
     return _run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _machine_cache(tmp_path_factory):
+    """Keep the compiled machine's on-disk cache (several GB) inside this test session, never in
+    the user's home, unless QWENGPU_CACHE is set explicitly; removed at the end of the session."""
+    import os
+    import shutil
+
+    if os.environ.get("QWENGPU_CACHE"):
+        yield
+        return
+    path = tmp_path_factory.mktemp("qwengpu-cache")
+    os.environ["QWENGPU_CACHE"] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop("QWENGPU_CACHE", None)
+        shutil.rmtree(path, ignore_errors=True)

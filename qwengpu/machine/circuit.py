@@ -1,28 +1,40 @@
 """The machine as ONE per-token circuit in the compiler's DSL (stage: the GPU in the weights).
 
 ``next_token = step(token, memories)``: the circuit reads the 16-bit input token (see
-``protocol.py``), its DeltaNet memories, and computes the 16-bit next token. Why each memory
-sits where it sits (a memory is read and written only at its own layer, write before read):
+``protocol.py``), its DeltaNet memories, and computes the 16-bit next token. A memory is read and
+written only at its own layer, write before read, so a state can never be read and then
+rewritten in one token; every state below is written only with information the token (or an
+earlier memory) carries. Memories:
 
-* ``ctl``   (1 row, early): mode | pc-or-address | mask, written by PASS / *ADDR tokens and read
-  by every token, so chunk and STORE tokens know the current instruction without carrying it.
-* ``stage`` (16 rows x 11 bits, early): DATA chunks of a ROM row or a global-memory word being
-  loaded; the ROM / memory row is rewritten from all staged chunks at every DATA token.
-* ``rom``   (program, one 112-bit row per instruction), read at the latched pc every token.
-* ``rf{l}_{j}`` (per lane l, per 11-bit chunk j, one row per register): a result chunk token
-  writes its chunk straight into the register file (no staging, no commit token), so the next
-  PASS reads the committed value (write-before-read = forwarding).
-* ``pr{l}`` (per lane, 8 predicate rows of 1 bit): written by the predicate chunk.
-* ``gmem``  (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves DUMP),
+* ``ctl`` (1 row): mode | pc-or-address | group, written by PASS and load-address tokens and read
+  by every token, so chunk, MASK and STORE tokens know the current instruction and group.
+* ``stage`` (16 rows x 11 bits): DATA chunks of a ROM row or a global-memory word being loaded.
+* ``rom`` (512 rows, one instruction each), read at the latched pc.
+* ``rfa{l}_{j}`` / ``rfb{l}_{j}`` (lane position l, 11-bit chunk j; row = group * 32 + register):
+  the register file, one copy per operand port. A result chunk token writes its chunk
+  straight into both copies, so the next pass reads the committed value.
+* ``prg{l}`` / ``prc{l}`` (row = group * 8 + predicate): the predicates (guard and operand port).
+* ``gmem`` (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves DUMP),
   written by STORE(lane) tokens (address and data re-read from the RF at that token) and by the
   prompt's MEM loads.
-* ``pc{l}`` (per lane, 1 row: pc | live): written at PASS tokens for the issuing lanes; the
-  next PASS is the min-PC over live lanes (as ``sim.py`` schedules), read back at any token.
-* ``latch`` (1 row, late): the pass's results, effective mask and kind, written at PASS tokens
-  and read by the following chunk / STORE tokens to emit the rest of the result.
+* ``nth``, ``nbl``, ``blk``, ``ep``, ``dlo``, ``dhi`` (1 row each): threads per block, blocks,
+  the running block, the barrier epoch, the dump range.
+* scheduler: ``pcs{l}`` / ``pcq{l}`` (row = group; pc | exited | waiting | epoch | block parity of
+  lane l of every group; two copies: the group summary and the next-pass mask), ``mpc{w}`` (row =
+  group of warp w: the group's minimum pc over running and over live lanes). Rows written in an
+  earlier block (parity differs) read as a fresh thread at pc 0, lanes waiting at a barrier of an
+  earlier epoch as released: a new block or a barrier release costs one token, not one per thread.
+* ``latch`` (1 row, late): the pass's results, effective mask and kind, written at the executing
+  token and read by the following chunk / STORE tokens to emit the rest of the result.
 
-Scope of this slice: one lane group (<= 4 threads, one block, one warp), integer subset
-(see ``ROM_OPS``), 4-byte global loads and stores without fault detection.
+Scheduling is the interpreter's and ``sim.py``'s: a warp instruction issues at the minimum pc of
+the warp's running lanes, lane group by lane group (groups with no lane at that pc are skipped);
+a warp runs until all its lanes wait at a barrier or exited, then the next warp; when every live
+lane waits, the barrier releases (``BAR``) and scheduling restarts at warp 0; when every lane
+exited, the next block starts (``BLOCK``) or the model dumps the output words.
+
+Scope: blocks of <= 64 threads (1-D), <= 64 blocks (1-D grid), integer subset (see ``ROM_OPS``),
+4-byte global loads and stores without fault detection, ``bar.sync``.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ from qwengpu.machine import protocol as P
 
 LANES = 4
 NCHUNK = 3  # 11-bit chunks per 32-bit word
+GROUPS = 16  # lane groups per block (64 threads)
+WARP_GROUPS = 8  # lane groups per 32-thread warp
 
 # opcodes of the ROM row (the slice's own encoding of machine instructions)
 ROM_OPS = (
@@ -55,15 +69,22 @@ ROM_OPS = (
     "popc",
     "clz",
     "brev",
+    "call",
     "setp",
     "st",
     "bra",
     "exit",
+    "bar",
+    "ret",
+    "trap",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
-REG_RESULT_OPS = 17  # ops 0..16 write a register
+REG_RESULT_OPS = 18  # ops 0..17 write a register (call: the link, pc + 1)
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOPS = (None, "and", "or", "xor")
+# operand a from a special register (ROM field a_sr): thread index in the block, laneid, warpid,
+# ctaid.x (the running block)
+SR_CODES = {"tid": 1, "laneid": 2, "warpid": 3, "ctaid": 4}
 
 # ROM row fields: (name, width), LSB first
 ROM_FIELDS = (
@@ -71,7 +92,7 @@ ROM_FIELDS = (
     ("dst", 5),
     ("ra", 5),
     ("a_imm", 1),
-    ("a_lane", 1),
+    ("a_sr", 3),
     ("rb", 5),
     ("b_imm", 1),
     ("b_off", 1),
@@ -86,7 +107,7 @@ ROM_FIELDS = (
     ("bop", 2),
     ("imm", 32),
     ("off", 32),
-    ("target", 10),
+    ("target", P.PC_BITS),
 )
 ROM_BITS = sum(w for _, w in ROM_FIELDS)
 ROM_CHUNKS = -(-ROM_BITS // P.CHUNK)
@@ -105,22 +126,20 @@ def pack_row(fields: dict[str, int]) -> int:
 
 @dataclass(frozen=True)
 class MachineShape:
-    """Capacities compiled into the circuit (the engine refuses programs beyond them)."""
+    """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
 
-    rom_rows: int = 128
-    gmem_words: int = 512
+    rom_rows: int = 512
+    gmem_words: int = 1024
     nregs: int = 32
     npreds: int = 8
+    threads: int = 64
+    blocks: int = 64
 
 
 def _match(c: Circuit, bits: Word | list[Bit], value: int) -> Bit:
     """[bits == value] in one MLP (one neuron)."""
     bl = list(bits)
     return c.all_of([b if (value >> i) & 1 else ~b for i, b in enumerate(bl)])
-
-
-def _const(c: Circuit, v: int, w: int) -> Word:
-    return c.const(v, w)
 
 
 def _chunk(w: Word, j: int) -> Word:
@@ -144,76 +163,162 @@ def _fields(row: Word) -> dict[str, Word]:
     return out  # type: ignore[return-value]
 
 
-def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
-    """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits)."""
+def _argmin(c: Circuit, valid: list[Bit], vals: list[Word]) -> tuple[list[Bit], Word, Bit]:
+    """(one-hot of the first valid entry with the smallest value, that value, any valid)."""
+    n = len(vals)
+    # x is the first minimum iff for every other valid y: v[x] <= v[y] (y > x) or v[x] < v[y] (y < x)
+    gt = {(x, y): vals[y] < vals[x] for x in range(n) for y in range(n) if x < y}
+    win = []
+    for x in range(n):
+        conds = [valid[x]]
+        for y in range(n):
+            if y == x:
+                continue
+            if y > x:
+                conds.append(c.any_of([~valid[y], ~gt[(x, y)]]))  # v[x] <= v[y]
+            else:
+                conds.append(c.any_of([~valid[y], gt[(y, x)]]))  # v[x] < v[y]
+        win.append(c.all_of(conds))
+    val = c.select(c.encode(c.concat(*win)), vals) if n > 1 else vals[0]
+    return win, val, c.any_of(valid)
+
+
+def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> Circuit:
+    """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
+
+    ``debug`` adds outputs for internal signals (for the exact evaluator, never for a model)."""
+    assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
     c = Circuit("qwengpu_machine")
     tok = c.input("tok", 16)
     t = list(tok.bits)
     one0 = c.const(0, 1)
     is_data = ~t[15]
-    is_pass = c.all_of([t[15], ~t[14]])
+    is_pass_full = c.all_of([t[15], ~t[14], t[13]])
+    is_passm = c.all_of([t[15], ~t[14], ~t[13]])
     idx, d = tok[11:15], tok[0:11]
     sub, arg = tok[10:14], tok[0:10]
 
     def ctl_is(k: int) -> Bit:
         return c.all_of([t[15], t[14]] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
 
-    _romaddr, _memaddr, is_dumpaddr = ctl_is(P.ROMADDR), ctl_is(P.MEMADDR), ctl_is(P.DUMPADDR)
-    is_store = ctl_is(P.STORE)
+    is_dumpaddr = ctl_is(P.DUMPADDR)
+    is_store, is_mask = ctl_is(P.STORE), ctl_is(P.MASK)
+    is_short, is_ushort = ctl_is(P.SHORT), ctl_is(P.USHORT)
+    sl_short = tok[8:10]  # SHORT's lane
+    is_block, is_bar = ctl_is(P.BLOCK), ctl_is(P.BAR)
+    is_exec = is_pass_full | is_mask
 
-    # ---- control latch: mode | a (pc or address) | mask
-    ctl = c.memory("ctl", rows=1, width=16)
-    is_ctl_any = c.lut(
-        [t[15], t[14], *sub.bits],
-        lambda t15, t14, s0, s1, s2, s3: int(
-            t15 and (not t14 or (t14 and s1 + 2 * s0 + 4 * s2 + 8 * s3 in (0, 1, 2)))
-        ),
-    )
-    mode0 = c.lut([t[14], *sub.bits], lambda t14, s0, s1, s2, s3: int(t14 and (s0 + 2 * s1) in (0, 2)))
-    mode1 = c.lut([t[14], *sub.bits], lambda t14, s0, s1, s2, s3: int(t14 and (s0 + 2 * s1) in (1, 2)))
-    a_val = c.mux(is_pass, tok[4:14], arg)
-    mask_val = c.concat(*[c.all_of([is_pass, t[i]]) for i in range(4)])
-    ctl.write(one0, c.concat(mode0, mode1, a_val, mask_val), is_ctl_any)
-    cr = ctl.read(one0)
-    mode, cur, mask = cr[0:2], cr[2:12], cr[12:16]
+    def latch(name: str, width: int, value: Word, enable: Bit) -> Word:
+        m = c.memory(name, rows=1, width=width)
+        m.write(one0, value[:width], enable)  # type: ignore[arg-type]
+        return m.read(one0)
+
+    # ---- launch registers and the control latch: mode | a (pc or address) | group
+    nth = latch("nth", 7, arg, ctl_is(P.NTHREADS))
+    nbl = latch("nbl", 7, arg, ctl_is(P.NBLOCKS))
+    blk = latch("blk", 7, arg, is_block)
+    ep = latch("ep", 1, arg, is_bar)[0]
+    gpar = blk[0]
+    dlo = latch("dlo", 10, arg, ctl_is(P.DUMPLO))
+    dhi = latch("dhi", 10, arg, ctl_is(P.DUMPHI))
+    # each of these is ONE function of the token's top bits (one MLP): the control latch, and
+    # everything addressed through it, sits as early as possible
+    top = [t[15], t[14], *sub.bits]  # t15, t14, then the control kind (t10..t13)
+
+    def top_lut(fn) -> Bit:
+        return c.lut(top, lambda t15, t14, *k: int(fn(t15, t14, sum(b << i for i, b in enumerate(k)))))
+
+    mode0 = top_lut(lambda t15, t14, k: t15 and t14 and k in (P.ROMADDR, P.DUMPADDR))
+    mode1 = top_lut(lambda t15, t14, k: t15 and t14 and k in (P.MEMADDR, P.DUMPADDR))
+    ctl_en = top_lut(lambda t15, t14, k: t15 and (not t14 or k in (P.ROMADDR, P.MEMADDR, P.DUMPADDR)))
+    # a PASS stores its pc and group, an address token its argument (the latch is written only then)
+    a_val = c.concat(tok[0 : P.PC_BITS], t[P.PC_BITS] & t[14])
+    g_val = c.concat(*[t[P.PC_BITS + i] & ~t[14] for i in range(4)])
+    ctl = latch("ctl", 16, c.concat(mode0, mode1, a_val, g_val), ctl_en)
+    mode, cur, cg = ctl[0:2], ctl[2:12], ctl[12:16]
+    cpc = cur[: P.PC_BITS]
     m_exec, m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
+
+    def exists(group: Word, lane: int) -> Bit:
+        """Thread 4*group + lane exists in this launch."""
+        return c.concat(c.const(lane, 2), group, c.const(0, 1)) < nth
+
+    g_exists = [c.threshold(list(nth.bits), [1 << i for i in range(7)], 4 * h + 1) for h in range(GROUPS)]
 
     # ---- staging of loaded rows, ROM
     stage = c.memory("stage", rows=16, width=P.CHUNK)
     stage.write(idx, d, is_data)
-    staged = [stage.read(c.const(k, 4)) for k in range(ROM_CHUNKS)]
+    staged = [stage.read(c.const(k, 4)) for k in range(max(ROM_CHUNKS, P.IDX_UNIFORM + 2))]
     rom_bits = (shape.rom_rows - 1).bit_length()
     rom = c.memory("rom", rows=shape.rom_rows, width=ROM_BITS)
-    rom.write(cur[:rom_bits], c.concat(*staged)[:ROM_BITS], c.all_of([is_data, m_rom]))
-    f = _fields(rom.read(cur[:rom_bits]))
+    rom_en = c.all_of([~t[15], mode[0], ~mode[1]])  # a DATA token in ROM mode
+    rom.write(cur[:rom_bits], c.concat(*staged[:ROM_CHUNKS])[:ROM_BITS], rom_en)
+    f = _fields(rom.read(cpc[:rom_bits]))
     op = f["op"]
 
-    # ---- register file and predicates, per lane
+    # ---- the executing token's active lanes (from the token: never from the scheduler state)
+    lane_exists = [exists(cg, lane) for lane in range(LANES)]
+    mask = [
+        c.any_of([c.all_of([is_pass_full, lane_exists[x]]), c.all_of([is_mask, t[x]])]) for x in range(LANES)
+    ]
+
+    # ---- register file and predicates, per lane position; row = group * 32 + register
     reg_bits = (shape.nregs - 1).bit_length()
     exec_data = c.all_of([is_data, m_exec])
+    wrow = c.concat(f["dst"][:reg_bits], cg)
     A: list[Word] = []
     B: list[Word] = []
+    RA: list[Word] = []  # the register operand a itself (a return address for ``ret``)
     G: list[Bit] = []
     CV: list[Bit] = []
+    tid_lo = [c.concat(c.const(lane, 2), cg) for lane in range(LANES)]
     for lane in range(LANES):
-        pa, pb = [], []
-        for j in range(NCHUNK):
-            bank = c.memory(f"rf{lane}_{j}", rows=shape.nregs, width=P.CHUNK)
-            own = _match(c, idx, 3 * lane + j)
-            uni = c.all_of([_match(c, idx, P.IDX_UNIFORM + j), mask[lane]])
-            bank.write(f["dst"][:reg_bits], d, c.all_of([exec_data, own | uni]))
-            pa.append(bank.read(f["ra"][:reg_bits]))
-            pb.append(bank.read(f["rb"][:reg_bits]))
-        rf_a, rf_b = _word_from_chunks(c, pa), _word_from_chunks(c, pb)
-        pr = c.memory(f"pr{lane}", rows=shape.npreds, width=1)
-        pr.write(
-            f["dst"][:3], d[lane : lane + 1], c.all_of([exec_data, _match(c, idx, P.IDX_PRED), d[4 + lane]])
-        )
-        g = pr.read(f["gidx"])[0]
-        cp = pr.read(f["cidx"])[0]
+        # a register is written whole at its last chunk token, from the two staged chunks before
+        # the write enable: one function of the token's top bits, then "and in exec mode"
+        hi8 = [t[i] for i in range(8, 16)]
+
+        def writes(*bits: int, lane: int = lane) -> int:
+            v = sum(b << i for i, b in enumerate(bits)) << 8
+            if not v >> 15:
+                return int((v >> 11) & 15 in (3 * lane + 2, P.IDX_UNIFORM + 2))
+            if v >> 14 & 1:
+                kind = (v >> 10) & 15
+                return int(kind == P.USHORT or (kind == P.SHORT and (v >> 8) & 3 == lane))
+            return 0
+
+        uni = _match(c, idx, P.IDX_UNIFORM + 2)
+        en = c.all_of([c.lut(hi8, writes), m_exec])
+        wlong = c.mux(uni, c.concat(staged[P.IDX_UNIFORM], staged[P.IDX_UNIFORM + 1], d),
+                      c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
+        # SHORT(lane, 8 bits) / USHORT(10 bits, every lane): a small result in one token
+        wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
+        wval = c.mux(is_short | is_ushort, wshort, wlong)
+        rfv = []
+        for port, reg in (("a", f["ra"]), ("b", f["rb"])):
+            bank = c.memory(f"rf{port}{lane}", rows=shape.nregs * GROUPS, width=32)
+            bank.write(wrow, wval, en)  # type: ignore[arg-type]
+            rfv.append(bank.read(c.concat(reg[:reg_bits], cg)))
+        rf_a, rf_b = rfv
+        RA.append(rf_a)
+        pen = c.all_of([c.all_of([~t[15], *idx.bits, d[4 + lane]]), m_exec])
+        prow = c.concat(f["dst"][:3], cg)
+        pv = []
+        for port, pidx in (("g", f["gidx"]), ("c", f["cidx"])):
+            pr = c.memory(f"pr{port}{lane}", rows=shape.npreds * GROUPS, width=1)
+            pr.write(prow, d[lane : lane + 1], pen)
+            pv.append(pr.read(c.concat(pidx, cg))[0])
+        g, cp = pv
         G.append(c.lut([f["gen"][0], f["gneg"][0], g], lambda en, ng, v: int((not en) or (v ^ ng))))
         CV.append(c.lut([f["cpt"][0], f["cneg"][0], cp], lambda pt, ng, v: int((not ng) if pt else (v ^ ng))))
-        A.append(c.select(c.concat(f["a_lane"], f["a_imm"]), [rf_a, c.const(lane, 32), f["imm"], f["imm"]]))
+        zero = c.const(0, 32)
+        specials = [
+            c.concat(tid_lo[lane], c.const(0, 26)),  # thread index in the block
+            c.concat(tid_lo[lane][:5], c.const(0, 27)),  # laneid
+            c.concat(cg[3], c.const(0, 31)),  # warpid
+            c.concat(blk, c.const(0, 25)),  # ctaid.x
+        ]
+        base = c.mux(f["a_imm"][0], f["imm"], rf_a)
+        A.append(c.select(f["a_sr"], [base, *specials, zero, zero, zero]))
         # b: register, the immediate, or (second immediate) the ``off`` field
         B.append(c.select(c.concat(f["b_off"], f["b_imm"]), [rf_b, rf_b, f["imm"], f["off"]]))
 
@@ -223,41 +328,68 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
     sl = tok[0:2]
     st_word = c.select(sl, words)
     st_data = c.select(sl, B)
-    gmem = c.memory("gmem", rows=shape.gmem_words, width=32)
     g_addr = c.mux(is_store, st_word, cur[:gw_bits])
     g_data = c.mux(is_store, st_data, c.concat(*staged[:NCHUNK])[:32])
-    gmem.write(g_addr, g_data, is_store | c.all_of([is_data, m_mem]))  # type: ignore[arg-type]
-    ldv = [
-        gmem.read(c.mux(m_dump, cur[:gw_bits], words[0]) if lane == 0 else words[lane])  # type: ignore[arg-type]
-        for lane in range(LANES)
-    ]
+    g_en = is_store | c.all_of([is_data, m_mem])
+    ldv = []
+    for lane in range(LANES):  # one copy per read port (a copy fills half a layer's key heads)
+        gmem = c.memory(f"gmem{lane}", rows=shape.gmem_words, width=32)
+        gmem.write(g_addr, g_data, g_en)  # type: ignore[arg-type]
+        addr = c.mux(m_dump, cur[:gw_bits], words[0]) if lane == 0 else words[lane]
+        ldv.append(gmem.read(addr))  # type: ignore[arg-type]
 
-    # ---- integer ALU per lane
+    # ---- integer ALU per lane: eight units, few 32-bit results live at once (the residual is the
+    # scarce resource: every live bit is a dimension)
+    pc1 = (cpc + 1)[: P.PC_BITS]
+    units = ("selmov", "arith", "logic", "shift", "minmax", "ld", "count", "link")
+    unit_of = {"mov": 0, "sel": 0, "add": 1, "sub": 1, "and": 2, "or": 2, "xor": 2, "not": 2, "shl": 3,
+               "shr": 3, "shrs": 3, "brev": 3, "min": 4, "max": 4, "ld": 5, "popc": 6, "clz": 6, "call": 7}
+    assert len(units) == 8
+
+    def op_lut(pred) -> Bit:
+        return c.lut(op.bits, lambda *bs: int(pred(ROM_OPS[sum(b << i for i, b in enumerate(bs))]
+                                                   if sum(b << i for i, b in enumerate(bs)) < len(ROM_OPS)
+                                                   else "")))
+
+    unit = c.concat(*[op_lut(lambda n, k=k: (unit_of.get(n, 0) >> k) & 1) for k in range(3)])
+    is_sub, is_mov = op_lut(lambda n: n == "sub"), op_lut(lambda n: n == "mov")
+    is_min = op_lut(lambda n: n == "min")
+    lg0, lg1 = op_lut(lambda n: n in ("or", "not")), op_lut(lambda n: n in ("xor", "not"))  # and or xor not
+    rev_in, rev_out = op_lut(lambda n: n in ("shl", "brev")), op_lut(lambda n: n == "shl")
+    arith_sh, no_shift = op_lut(lambda n: n == "shrs"), op_lut(lambda n: n == "brev")
+    is_clz = op_lut(lambda n: n == "clz")
     res: list[Word] = []
     pbits: list[Bit] = []
     for lane in range(LANES):
         a, b = A[lane], B[lane]
-        sh = b[:5]
-        big = c.any_of(b.bits[5:])
         zero = c.const(0, 32)
-        shl = c.mux(big, zero, a << sh)
-        shr = c.mux(big, zero, a >> sh)
-        sign_fill = Word(c, [a.bits[31]] * 32)
-        shrs = c.mux(big, sign_fill, a.as_signed() >> sh)
-        sel = c.mux(CV[lane], a, b)
+        selmov = c.mux(CV[lane] | is_mov, a, b)
+        arith = c.add(a, Word(c, [x ^ is_sub for x in b.bits]), is_sub)
+        logic = Word(c, [
+            c.lut([x, y, lg0, lg1], lambda x_, y_, l0, l1: [x_ & y_, x_ | y_, x_ ^ y_, 1 - x_][l0 + 2 * l1])
+            for x, y in zip(a.bits, b.bits, strict=True)
+        ])
+        # one right shifter serves shl (reversed in and out), shr, shr.s and brev (reversed in, no shift)
+        sh = c.mux(no_shift, c.const(0, 5), b[:5])
+        big = c.all_of([~no_shift, c.any_of(b.bits[5:])])
+        fill = c.all_of([arith_sh, a[31]])
+        x = c.mux(rev_in, Word(c, list(reversed(a.bits))), a)
+        y = (c.concat(x, fill).as_signed() >> sh)[:32]
+        y = c.mux(big, Word(c, [fill] * 32), y)
+        shift = c.mux(rev_out, Word(c, list(reversed(y.bits))), y)
+        # comparisons: signed = unsigned with the sign bits flipped; gt = not lt and not eq
+        sa = Word(c, list(a.bits[:31]) + [a[31] ^ f["csign"][0]])
+        sb = Word(c, list(b.bits[:31]) + [b[31] ^ f["csign"][0]])
         eq = a == b
-        lt_u, gt_u = a < b, b < a
-        lt_s, gt_s = a.as_signed() < b.as_signed(), b.as_signed() < a.as_signed()
-        lt = c.mux(f["csign"][0], lt_s, lt_u)
-        gt = c.mux(f["csign"][0], gt_s, gt_u)
-        mn, mx = c.mux(lt, a, b), c.mux(gt, a, b)
-        popc = _popcount(c, list(a.bits))
-        # clz(a) = popc of the bits "no one at or above position i" (a thermometer code)
-        clz = _popcount(c, [c.all_of([~x for x in a.bits[i:]]) for i in range(32)])
-        brev = Word(c, list(reversed(a.bits)))
-        opts = [a, a + b, a - b, a & b, a | b, a ^ b, shl, shr, shrs, sel, ldv[lane], ~a]
-        opts += [mn, mx, popc, clz, brev]
-        res.append(c.select(op, [o.as_unsigned() for o in opts]))  # type: ignore[union-attr]
+        lt = sa < sb
+        gt = c.all_of([~lt, ~eq])
+        minmax = c.mux(c.mux(is_min, lt, gt), a, b)
+        # popc, and clz = popc of the thermometer "no one at or above position i"
+        therm = [c.all_of([~v for v in a.bits[i:]]) for i in range(32)]
+        count = _popcount(c, [c.mux(is_clz, t_, v) for t_, v in zip(therm, a.bits, strict=True)])
+        link = c.concat(pc1, c.const(0, 32 - P.PC_BITS))
+        opts = [selmov, arith, logic, shift, minmax, ldv[lane], count, link]
+        res.append(c.select(unit, [o.as_unsigned() for o in opts]))  # type: ignore[union-attr]
         r = c.lut(
             [*f["cmp"].bits, lt, gt, eq],
             lambda c0, c1, c2, lt_, gt_, eq_: int(
@@ -273,46 +405,124 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
             )
         )
 
-    # ---- per-lane PCs: next PASS by min-PC over live lanes
+    # ---- scheduler state: every lane's pc, written only for the lanes the token names
     eff = [c.all_of([mask[lane], G[lane]]) for lane in range(LANES)]
-    is_bra, is_exit = _match(c, op, OP["bra"]), _match(c, op, OP["exit"])
-    pc1 = (cur + 1)[:10]
-    live, pcs = [], []
+    is_bra = _match(c, op, OP["bra"]) | _match(c, op, OP["call"])
+    is_exit, is_bar_op = _match(c, op, OP["exit"]), _match(c, op, OP["bar"])
+    is_ret, is_trap = _match(c, op, OP["ret"]), _match(c, op, OP["trap"])
+
+    def resolve(row: Word, live_if_fresh: Bit) -> tuple[Word, Bit, Bit]:
+        """A lane row -> (pc, live, running), seen from the current block and barrier epoch."""
+        cur_blk = row[12] ^ gpar  # rows store the inverted block parity: a blank row is stale
+        live = c.all_of([live_if_fresh, ~c.all_of([cur_blk, row[P.PC_BITS]])])
+        waits = c.all_of([cur_blk, row[P.PC_BITS + 1], ~(row[11] ^ ep)])
+        pc = c.concat(*[c.all_of([cur_blk, b]) for b in row[: P.PC_BITS].bits])
+        return pc, live, c.all_of([live, ~waits])  # type: ignore[return-value]
+
+    grp_pc, grp_live, grp_run, data_rows = [], [], [], []
     for lane in range(LANES):
-        taken = c.all_of([is_bra, G[lane]])
-        gone = c.all_of([is_exit, G[lane]])
-        newpc = c.mux(taken, f["target"], pc1)
-        bank = c.memory(f"pc{lane}", rows=1, width=11)
-        bank.write(one0, c.concat(newpc, ~gone), c.all_of([is_pass, mask[lane]]))  # type: ignore[arg-type]
-        rd = bank.read(one0)
-        pcs.append(rd[:10])
-        live.append(rd[10])
-    le = {(x, y): pcs[x] <= pcs[y] for x in range(LANES) for y in range(LANES) if x != y}
-    nm = [
-        c.all_of([live[x]] + [c.any_of([~live[y], le[(x, y)]]) for y in range(LANES) if y != x])
-        for x in range(LANES)
+        data_row = data_row_of(c, f, G[lane], is_bra, is_exit, is_bar_op, pc1, ep, gpar, is_ret, RA[lane])
+        data_rows.append(data_row)
+        bank = c.memory(f"pcs{lane}", rows=GROUPS, width=P.PC_BITS + 4)
+        bank.write(cg, data_row, c.all_of([is_exec, mask[lane]]))
+        pc, live, run = resolve(bank.read(cg), lane_exists[lane])
+        grp_pc.append(pc)
+        grp_live.append(live)
+        grp_run.append(run)
+
+    # the executing group's summary: minimum pc over running lanes and over live lanes
+    _, min_run, has_run = _argmin(c, grp_run, grp_pc)
+    _, min_all, has_live = _argmin(c, grp_live, grp_pc)
+    summary = c.concat(min_run, min_all, has_run, has_live, ep, ~gpar)
+    runs, mins, lives = [], [], []
+    for w in range(GROUPS // WARP_GROUPS):
+        mb = c.memory(f"mpc{w}", rows=WARP_GROUPS, width=2 * P.PC_BITS + 4)
+        mb.write(cg[:3], summary, c.all_of([is_exec, cg[3] if w else ~cg[3]]))
+        for k in range(WARP_GROUPS):
+            h = w * WARP_GROUPS + k
+            row = mb.read(c.const(k, 3))
+            o = 2 * P.PC_BITS
+            cur_blk = row[o + 3] ^ gpar
+            same_ep = ~(row[o + 2] ^ ep)
+            run = c.all_of([g_exists[h], c.mux(cur_blk, c.mux(same_ep, row[o], row[o + 1]), 1)])
+            mn = c.mux(same_ep, row[: P.PC_BITS], row[P.PC_BITS : o])
+            mins.append(c.concat(*[c.all_of([cur_blk, b]) for b in mn.bits]))
+            runs.append(run)
+            lives.append(c.all_of([g_exists[h], c.mux(cur_blk, row[o + 1], 1)]))
+
+    # ---- choose the next pass (group, pc)
+    cont = ~(is_block | is_bar)  # inside a warp instruction; BLOCK / BAR restart at warp 0
+    cw = cg[3]
+    gt_g = [c.const(h, 4) > cg for h in range(GROUPS)]
+    in_cw = [cw if h >= WARP_GROUPS else ~cw for h in range(GROUPS)]
+    at_p = [c.all_of([runs[h], in_cw[h], gt_g[h], mins[h] == cpc]) for h in range(GROUPS)]
+    w_win, w_min, w_any = [], [], []
+    for w in range(2):
+        hs = range(w * WARP_GROUPS, (w + 1) * WARP_GROUPS)
+        win, mn, anyr = _argmin(c, [runs[h] for h in hs], [mins[h] for h in hs])
+        w_win.append(win)
+        w_min.append(mn)
+        w_any.append(anyr)
+    cont_any = c.any_of(at_p)
+    cont_first = [c.all_of([at_p[h]] + [~at_p[k] for k in range(h)]) for h in range(GROUPS)]
+    # candidates in priority order: continue this instruction, this warp's next instruction,
+    # warp 1 after warp 0, warp 0 (a new round or a fresh start), warp 1 (fresh start)
+    cand = [
+        c.all_of([cont, cont_any]),
+        c.all_of([cont, c.mux(cw, w_any[1], w_any[0])]),
+        c.all_of([cont, ~cw, w_any[1]]),
+        c.all_of([c.any_of([~cont, cw]), w_any[0]]),
+        c.all_of([~cont, w_any[1]]),
     ]
-    first_nm = [c.all_of([nm[x]] + [~nm[y] for y in range(x)]) for x in range(LANES)]
-    next_pc = c.select(c.encode(c.concat(*first_nm)), pcs)
-    any_live = c.any_of(live)
-    dlo_b, dhi_b = c.memory("dlo", rows=1, width=10), c.memory("dhi", rows=1, width=10)
-    dlo_b.write(one0, arg, ctl_is(P.DUMPLO))
-    dhi_b.write(one0, arg, ctl_is(P.DUMPHI))
-    dlo, dhi = dlo_b.read(one0), dhi_b.read(one0)
+    cand_first = [c.all_of([cand[k]] + [~cand[j] for j in range(k)]) for k in range(len(cand))]
+    has_sel = c.any_of(cand)
+    warp_g = [c.concat(c.encode(c.concat(*w_win[w])), c.const(w, 1)) for w in range(2)]
+    sel_g = c.select(
+        c.encode(c.concat(*cand_first)),
+        [c.encode(c.concat(*cont_first)), c.mux(cw, warp_g[1], warp_g[0]), warp_g[1], warp_g[0], warp_g[1],
+         warp_g[0], warp_g[0], warp_g[0]],
+    )
+    sel_pc = c.select(
+        c.encode(c.concat(*cand_first)),
+        [cpc, c.mux(cw, w_min[1], w_min[0]), w_min[1], w_min[0], w_min[1], cpc, cpc, cpc],
+    )
+    # which lanes of the chosen group sit at the chosen pc (or, at a PASS f=0, of the current one)
+    q_g = c.mux(is_passm, cg, sel_g)
+    q_pc = c.mux(is_passm, cpc, sel_pc)
+    q_mask, q_ex = [], []
+    for lane in range(LANES):
+        bank = c.memory(f"pcq{lane}", rows=GROUPS, width=P.PC_BITS + 4)
+        bank.write(cg, data_rows[lane], c.all_of([is_exec, mask[lane]]))
+        ex = exists(q_g, lane)  # type: ignore[arg-type]
+        pc, _, run = resolve(bank.read(q_g), ex)  # type: ignore[arg-type]
+        q_mask.append(c.all_of([run, pc == q_pc]))
+        q_ex.append(ex)
+    full = c.all_of([~(q_mask[x] ^ q_ex[x]) for x in range(LANES)])
+    any_live = c.any_of(lives)
+    nb1 = (blk + 1)[:7]
+    more_blocks = nb1 < nbl
+    pass_tok = c.concat(q_pc, q_g, full, c.const(0b10, 2))
+    bar_tok = c.concat(~ep, c.const(0, 9), c.const(P.ctl(P.BAR) >> 10, 6))
+    blk_tok = c.concat(nb1, c.const(0, 3), c.const(P.ctl(P.BLOCK) >> 10, 6))
     halt = c.const(P.ctl(P.HALT), 16)
-    done_tok = c.mux(dlo == dhi, halt, c.concat(dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
-    pass_tok = c.concat(*nm, next_pc, c.const(0b10, 2))
-    next_tok = c.mux(any_live, pass_tok, done_tok)
+    dump_tok = c.concat(dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
+    to_dump = c.all_of([~has_sel, ~any_live, ~more_blocks])
+    next_idx = c.concat(
+        c.all_of([~has_sel, any_live]) | to_dump, c.all_of([~has_sel, ~any_live, more_blocks]) | to_dump
+    )
+    next_tok = c.select(next_idx, [pass_tok, bar_tok, blk_tok, dump_tok])
+    mask_tok = c.concat(*q_mask, c.const(0, 6), c.const(P.ctl(P.MASK) >> 10, 6))
 
     # ---- the late latch: results of the pass
     kreg = c.lut(op.bits, lambda *bs: int(sum(b << i for i, b in enumerate(bs)) < REG_RESULT_OPS))
     kpred, kstore = _match(c, op, OP["setp"]), _match(c, op, OP["st"])
     pairs = [(x, y) for x in range(LANES) for y in range(x + 1, LANES)]
     same = [c.any_of([~eff[x], ~eff[y], res[x] == res[y]]) for x, y in pairs]
-    uniform = c.all_of(same + [c.any_of([~mask[x], eff[x]]) for x in range(LANES)])
-    latch = c.memory("latch", rows=1, width=32 * LANES + LANES * 2 + 4)
-    latch.write(one0, c.concat(*res, *eff, *pbits, kreg, kpred, kstore, uniform), is_pass)
-    lr = latch.read(one0)
+    # a uniform chunk writes all four lanes: only when every live lane of the group takes it
+    uniform = c.all_of(same + [c.any_of([~grp_live[x], eff[x]]) for x in range(LANES)])
+    lat = c.memory("latch", rows=1, width=32 * LANES + LANES * 2 + 4)
+    lat.write(one0, c.concat(*res, *eff, *pbits, kreg, kpred, kstore, uniform), is_exec)
+    lr = lat.read(one0)
     L_res = [lr[32 * x : 32 * (x + 1)] for x in range(LANES)]
     o = 32 * LANES
     L_eff = list(lr[o : o + 4].bits)
@@ -332,29 +542,40 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
         after.append(
             c.any_of(
                 [
-                    is_pass,
+                    is_exec,
                     c.all_of([xd, i_last, c.any_of(prev_d)]) if prev_d else no,
                     c.all_of([is_store, c.any_of(prev_s)]) if prev_s else no,
+                    c.all_of([is_short, c.any_of([_match(c, sl_short, y) for y in range(x)])]) if x else no,
                 ]
             )
         )
-    cand = [c.all_of([L_eff[x], after[x]]) for x in range(LANES)]
-    first = [c.all_of([cand[x]] + [~cand[y] for y in range(x)]) for x in range(LANES)]
-    has_nl = c.any_of(cand)
+    cands = [c.all_of([L_eff[x], after[x]]) for x in range(LANES)]
+    first = [c.all_of([cands[x]] + [~cands[y] for y in range(x)]) for x in range(LANES)]
+    has_nl = c.any_of(cands)
     scan = c.any_of(
-        [c.all_of([is_pass, L_reg, ~L_uni]), c.all_of([is_pass, L_store]), c.all_of([xd, i_last]), is_store]
+        [c.all_of([is_exec, L_reg, ~L_uni]), c.all_of([is_exec, L_store]), c.all_of([xd, i_last]), is_store,
+         is_short]
     )
     nl = c.encode(c.concat(*first))
     c_next = c.any_of(
         [
             c.all_of([scan, ~has_nl]),
-            c.all_of([is_pass, ~L_reg, ~L_pred, ~L_store]),
+            c.all_of([is_exec, ~L_reg, ~L_pred, ~L_store]),
             c.all_of([xd, _match(c, idx, 14)]),
             c.all_of([xd, _match(c, idx, 15)]),
+            is_block,
+            is_bar,
+            c.all_of([is_ushort, m_exec]),
         ]
     )
     c_store_out = c.all_of([scan, has_nl, L_store])
-    q_lane = c.all_of([scan, has_nl, ~L_store])
+    uval = c.select(c.encode(c.concat(*first_of(c, L_eff))), L_res)
+    small = [c.all_of([~b for b in L_res[x].bits[8:]]) for x in range(LANES)]
+    small_nl = c.select(nl, [Word(c, [small[x]]) for x in range(LANES)])[0]
+    usmall = c.all_of([~b for b in uval.bits[10:]])
+    c_short = c.all_of([scan, has_nl, ~L_store, small_nl])
+    c_ushort = c.all_of([is_exec, L_reg, L_uni, usmall])
+    q_lane = c.all_of([scan, has_nl, ~L_store, ~small_nl])
     q_inc = c.any_of(
         [
             c.all_of([xd, i_mid]),
@@ -363,10 +584,11 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
             c.all_of([is_data, m_dump, ~idx[1], ~idx[2], ~idx[3]]),
         ]
     )  # dump chunk 0 or 1
-    q_uni = c.all_of([is_pass, L_reg, L_uni])
-    q_pred = c.all_of([is_pass, L_pred])
-    q_dump0 = is_dumpaddr
-    c_dumpnext = c.all_of([is_data, m_dump, _match(c, idx, 2)])
+    q_uni = c.all_of([is_exec, L_reg, L_uni, ~usmall])
+    q_pred = c.all_of([is_exec, L_pred])
+    dump_small = c.all_of([~b for b in ldv[0].bits[10:]])
+    q_dump0 = c.all_of([is_dumpaddr, ~dump_small])
+    c_dumpnext = c.all_of([is_data, m_dump, _match(c, idx, 2)]) | c.all_of([is_ushort, m_dump])
     c_data = c.any_of([q_lane, q_inc, q_uni, q_pred, q_dump0])
     three_nl = c.select(nl, [c.const(3 * x, 4) for x in range(LANES)])
     q = c.select(
@@ -374,7 +596,6 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
         [three_nl, (idx + 1)[:4], c.const(P.IDX_UNIFORM, 4), c.const(P.IDX_PRED, 4)],
     )
     # chunk values by target index
-    uval = c.select(c.encode(c.concat(*first_of(c, L_eff))), L_res)
     table = [_chunk(L_res[x], j) for x in range(LANES) for j in range(NCHUNK)]
     table += [_chunk(uval, j) for j in range(NCHUNK)]
     table.append(c.concat(L_pb, *L_eff, c.const(0, 3)))
@@ -383,12 +604,50 @@ def build_machine(shape: MachineShape = MachineShape()) -> Circuit:
     data_tok = c.concat(val, q, c.const(0, 1))
     store_tok = c.concat(nl, c.const(P.ctl(P.STORE) >> 2, 14))
     nxt = (cur + 1)[:10]
-    dn_tok = c.mux(nxt == dhi, halt, c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
+    dn_tok = c.mux(cur == dhi, halt, c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
+    # a trap with an active lane stops the launch: FAULT(first such lane), then HALT
+    c_fault = c.all_of([is_exec, is_trap, c.any_of(eff)])
+    fault_lane = c.encode(c.concat(*first_of(c, eff)))
+    fault_tok = c.concat(fault_lane, c.const(0, 8), c.const(P.ctl(P.FAULT) >> 10, 6))
+    c_halt = ctl_is(P.FAULT)
+    res_nl = c.select(nl, L_res)
+    short_tok = c.concat(res_nl[:8], nl, c.const(P.ctl(P.SHORT) >> 10, 6))
+    # a dumped word below 1024 is one USHORT token too
+    c_ushort_dump = c.all_of([is_dumpaddr, dump_small])
+    ushort_tok = c.concat(c.mux(c_ushort_dump, ldv[0][:10], uval[:10]), c.const(P.ctl(P.USHORT) >> 10, 6))
+    c_small = c_short | c_ushort | c_ushort_dump
     out = c.select(
-        c.encode(c.concat(c_data, c_store_out, c_next, c_dumpnext)), [data_tok, store_tok, next_tok, dn_tok]
+        c.encode(
+            c.concat(
+                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, is_passm, c_fault, c_halt,
+                c_small & ~c_fault,
+            )
+        ),
+        [data_tok, store_tok, next_tok, dn_tok, mask_tok, fault_tok, halt, c.mux(c_short, short_tok, ushort_tok)],  # noqa: E501
     )  # type: ignore[list-item]
     c.output("out", out)
+    if debug:
+        for name, v in dict(
+            is_block=is_block, c_next=c_next, c_data=c_data, has_sel=has_sel, any_live=any_live,
+            cont=cont, cand=c.concat(*cand), sel_g=sel_g, sel_pc=sel_pc, full=full, q_mask=c.concat(*q_mask),
+            runs=c.concat(*runs), lives=c.concat(*lives), mask=c.concat(*mask), eff=c.concat(*eff),
+            cg=cg, cpc=cpc, op=op, nth=nth, blk=blk, L_eff=c.concat(*L_eff), grp_live=c.concat(*grp_live),
+            grp_run=c.concat(*grp_run), min_run=min_run, has_run=has_run, uniform=uniform,
+        ).items():
+            c.output("dbg_" + name, v)
     return c
+
+
+def data_row_of(c: Circuit, f: dict[str, Word], g: Bit, is_bra: Bit, is_exit: Bit, is_bar_op: Bit,
+                pc1: Word, ep: Bit, gpar: Bit, is_ret: Bit, a: Word) -> Word:
+    """A lane's new scheduler row after the pass: pc | exited | waiting | epoch | ~block parity."""
+    # one MLP per bit: branch target, return address or the next pc
+    newpc = c.concat(*[
+        c.lut([is_bra, is_ret, g, tb, ab, pb], lambda br, rt, g_, tb_, ab_, pb_: int(
+            tb_ if (br and g_) else ab_ if (rt and g_) else pb_))
+        for tb, ab, pb in zip(f["target"].bits, a.bits[: P.PC_BITS], pc1.bits, strict=True)
+    ])
+    return c.concat(newpc, c.all_of([is_exit, g]), c.all_of([is_bar_op, g]), ep, ~gpar)
 
 
 def _popcount(c: Circuit, bits: list[Bit]) -> Word:

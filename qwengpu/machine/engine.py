@@ -17,7 +17,7 @@ import torch
 
 from qwengpu.errors import ExecutionError, MachineLimitError
 from qwengpu.machine import protocol as P
-from qwengpu.machine.circuit import CMPS, LANES, NCHUNK, OP, ROM_CHUNKS, MachineShape, build_machine, pack_row
+from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
 from qwengpu.machine.isa import PT, Imm, MInstr, R
 from qwengpu.machine.isa import P as Pred
 from qwengpu.simt.memory import GLOBAL_BASE
@@ -27,7 +27,7 @@ _MODEL_CACHE: dict[tuple, tuple] = {}
 DEFAULT_SHAPE = MachineShape()
 
 
-def test_config(hidden: int = 2048, intermediate: int = 4096):
+def test_config(hidden: int = 2048, intermediate: int = 2048):
     """The small Qwen3.5 shape the tests compile the machine into (fast on CPU)."""
     from transformers import Qwen3_5TextConfig
 
@@ -47,20 +47,24 @@ def test_config(hidden: int = 2048, intermediate: int = 4096):
 
 
 def machine_model(config=None, shape: MachineShape = DEFAULT_SHAPE):
-    """(compiled circuit, stock model) for ``config``; built once per process."""
-    from qwengpu.compiler import build_model
+    """(circuit IO, stock model) for ``config``: from the on-disk cache or built (and cached there,
+    :func:`qwengpu.machine.checkpoint.load_or_build`), once per process."""
+    from qwengpu.machine.checkpoint import load_or_build
 
     config = config if config is not None else test_config()
     key = (repr(config.to_dict()), shape)
     if key not in _MODEL_CACHE:
-        compiled = build_machine(shape).compile(config)
-        _MODEL_CACHE[key] = (compiled, build_model(compiled))
+        _MODEL_CACHE[key] = load_or_build(config, shape)
     return _MODEL_CACHE[key]
 
 
 # ---------------------------------------------------------------------------------------------
 # program -> ROM rows
 # ---------------------------------------------------------------------------------------------
+# ``a_sr`` codes past the special registers select the constant 0 as operand a (circuit.py)
+_SR_ZERO = max(SR_CODES.values()) + 1
+
+
 def _refuse(ins: MInstr, why: str) -> MachineLimitError:
     return MachineLimitError(f"the machine in the weights cannot run `{ins}` yet: {why}")
 
@@ -80,34 +84,41 @@ def _param_bank(prog, param_bytes: bytes) -> bytes:
     return bytes(bank)
 
 
-def _specials(block: tuple[int, int, int]) -> dict[str, int | None]:
-    """Special registers of a one-block, one-lane-group launch (None: the lane index)."""
+def _specials(block: tuple[int, int, int], grid: tuple[int, int, int]) -> dict[str, int | str]:
+    """Special registers of a 1-D launch: constants, or the ROM's ``a_sr`` code for per-thread ones."""
+    nthreads = block[0] * block[1] * block[2]
     return {
-        "tid.x": None,
-        "laneid": None,
+        "tid.x": "tid",
+        "laneid": "laneid",
+        "warpid": "warpid",
+        "ctaid.x": "ctaid",
         "tid.y": 0,
         "tid.z": 0,
         "ntid.x": block[0],
         "ntid.y": block[1],
         "ntid.z": block[2],
-        "ctaid.x": 0,
         "ctaid.y": 0,
         "ctaid.z": 0,
-        "nctaid.x": 1,
-        "nctaid.y": 1,
-        "nctaid.z": 1,
-        "warpid": 0,
-        "nwarpid": 1,
+        "nctaid.x": grid[0],
+        "nctaid.y": grid[1],
+        "nctaid.z": grid[2],
+        "nwarpid": (nthreads + 31) // 32,
     }
 
 
-def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: MachineShape) -> list[int]:
+def encode_program(
+    prog,
+    bank: bytes,
+    block: tuple[int, int, int],
+    shape: MachineShape,
+    grid: tuple[int, int, int] = (1, 1, 1),
+) -> list[int]:
     """Every machine instruction as a ROM row; refuses what the slice cannot run (naming it)."""
     if len(prog.code) > shape.rom_rows:
         raise MachineLimitError(
             f"kernel {prog.name} needs {len(prog.code)} instructions; the ROM has {shape.rom_rows}"
         )
-    specials = _specials(block)
+    specials = _specials(block, grid)
     rows = []
     for ins in prog.code:
         f: dict[str, int] = {}
@@ -181,8 +192,8 @@ def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: Machin
             if sr not in specials:
                 raise _refuse(ins, f"special register {sr}")
             f["op"] = OP["mov"]
-            if specials[sr] is None:
-                f["a_lane"] = 1
+            if isinstance(specials[sr], str):
+                f["a_sr"] = SR_CODES[specials[sr]]  # type: ignore[index]
             else:
                 reg_or_imm(Imm(int(specials[sr])), "a")  # type: ignore[arg-type]
         elif op in ("ld", "st"):
@@ -196,9 +207,15 @@ def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: Machin
                 addr = (a.v + ins.mod("base") + ins.mod("off")) & M32
                 f["op"] = OP["mov"]
                 reg_or_imm(Imm(int.from_bytes(bank[addr : addr + 4], "little")), "a")
-            elif space == "global":
-                f.update(op=OP[op], off=(ins.mod("base") + ins.mod("off") - GLOBAL_BASE) & M32)
-                reg_or_imm(a, "a")
+            elif space == "global":  # (shared/local/spill accesses are global ones by now: softmem.py)
+                off = ins.mod("base") + ins.mod("off") - GLOBAL_BASE
+                f["op"] = OP[op]
+                if isinstance(a, Imm):  # a constant address rides in ``off``; operand a reads 0
+                    off += a.v
+                    f["a_sr"] = _SR_ZERO
+                else:
+                    reg_or_imm(a, "a")
+                f["off"] = off & M32
                 if op == "st":
                     reg_or_imm(srcs[1], "b")
             else:
@@ -207,6 +224,15 @@ def encode_program(prog, bank: bytes, block: tuple[int, int, int], shape: Machin
             f.update(op=OP["bra"], target=int(ins.target or 0))
         elif op == "exit":
             f["op"] = OP["exit"]
+        elif op == "bar":
+            f["op"] = OP["bar"]
+        elif op == "trap":
+            f["op"] = OP["trap"]
+        elif op == "call":
+            f.update(op=OP["call"], target=int(ins.target or 0))
+        elif op == "ret":
+            f["op"] = OP["ret"]
+            reg_or_imm(srcs[0], "a")
         else:
             raise _refuse(ins, f"op {op}")
         if ins.d:
@@ -248,7 +274,6 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     """Compile, lower, check the slice's limits; (spec, program, prompt tokens, gmem, dump range)."""
     from qwengpu.cuda import compile_file
     from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.regalloc import allocate
     from qwengpu.machine.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.ptx.parser import parse_ptx
@@ -261,22 +286,29 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
-    prog = allocate(lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]))
-    check_program_limits(prog)
+    from qwengpu.machine.softmem import lower_for_weights
+
+    # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
+    # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
+    # the program then runs as the 1-D launch of linear thread/block indices the circuit runs
     grid, block = tuple(spec.grid), tuple(spec.block)
-    nthreads = block[0] * block[1] * block[2]
-    if grid != (1, 1, 1) or nthreads > LANES or block[1] * block[2] != 1:
+    lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
+    prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes, gmem_words=shape.gmem_words)
+    check_program_limits(prog)
+    nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    if nthreads > shape.threads:
         raise MachineLimitError(
-            f"the machine in the weights runs one block of at most {LANES} threads (1-D) "
-            f"so far; the launch has grid {grid}, block {block}"
+            f"the launch has {nthreads} threads per block; the machine has {shape.threads}"
         )
+    if nblocks > shape.blocks:
+        raise MachineLimitError(f"the launch has {nblocks} blocks; the machine runs at most {shape.blocks}")
     if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
         raise MachineLimitError(f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates")
-    if prog.layout.static_shared or spec.shared_bytes or prog.layout.local_size:
-        raise MachineLimitError("the machine in the weights has no shared or local memory yet")
     bound = bind(spec, inline_calls(module, fn))
+    # the buffers must end below the machine's own regions (shared, local, spills, warp scratch)
+    mem.check_arena(max(((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in bound.gmem.buffers), default=0))
     bank = _param_bank(prog, bound.param_bytes)
-    rows = encode_program(prog, bank, block, shape)  # type: ignore[arg-type]
+    rows = encode_program(prog, bank, block, shape, grid)  # type: ignore[arg-type]
     arena = bound.gmem.arena
     nwords = (len(arena) + 3) // 4
     if nwords > shape.gmem_words:
@@ -294,14 +326,17 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             prompt.append(P.ctl(P.MEMADDR, w))
             prompt += [P.data(k, x) for k, x in enumerate(P.chunks(int(v), NCHUNK))]
     outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
-    lo = min((b.start - GLOBAL_BASE) // 4 for b in outs) if outs else 0
-    hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs) if outs else 0
-    prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi), P.pass_(0, (1 << nthreads) - 1)]
+    if not outs:
+        raise MachineLimitError("the launch names no output buffer to read back")
+    lo = min((b.start - GLOBAL_BASE) // 4 for b in outs)
+    hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
+    prompt += [P.ctl(P.NTHREADS, nthreads), P.ctl(P.NBLOCKS, nblocks)]
+    prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi - 1), P.ctl(P.BLOCK, 0)]
     return spec, prog, prompt, bound.gmem, (lo, hi)
 
 
 @torch.no_grad()
-def generate(model, prompt: list[int], max_tokens: int, progress=None) -> list[int]:
+def generate(model, prompt: list[int], max_tokens: int, progress=None, on_token=None) -> list[int]:
     """Greedy, one token at a time with the model's cache (the recurrent path), until HALT.
 
     ``progress(tokens_written)`` is called after every token (the stock loop takes minutes)."""
@@ -310,25 +345,147 @@ def generate(model, prompt: list[int], max_tokens: int, progress=None) -> list[i
     cache = out.cache
     nxt = int(out.logits[0, -1].argmax())
     trace = [nxt]
+    if on_token is not None:
+        on_token(nxt)
     halt = P.ctl(P.HALT)
     while nxt != halt and len(trace) < max_tokens:
         o = model(input_ids=torch.tensor([[nxt]]), cache=cache, use_cache=True)
         cache = o.cache
         nxt = int(o.logits[0, -1].argmax())
         trace.append(nxt)
+        if on_token is not None:
+            on_token(nxt)
         if progress is not None:
             progress(len(trace))
     return trace
 
 
+def trace_counts(trace: list[int]) -> dict[str, int]:
+    """Warp instructions, lane-group passes, blocks and barrier releases the model wrote.
+
+    A pass continues the current warp instruction when it names a later group of the same warp
+    at the same pc (the scheduler only does that within one instruction); anything else starts
+    a new warp instruction."""
+    n = {"warp_instructions": 0, "passes": 0, "blocks": 0, "barriers": 0}
+    last = None
+    for t in trace:
+        tk = P.decode(t)
+        if tk.kind == "PASS":
+            g, pc = tk.b, tk.a
+            if not (last and last[1] == pc and last[0] >> 3 == g >> 3 and g > last[0]):
+                n["warp_instructions"] += 1
+            last = (g, pc)
+            n["passes"] += 1
+        elif tk.kind in ("BLOCK", "BAR"):
+            n["blocks" if tk.kind == "BLOCK" else "barriers"] += 1
+            last = None
+    return n
+
+
+def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
+    """The interpreter-style message for a FAULT token the model wrote (None if it wrote none).
+
+    The model names the lane; the instruction, lane group and block come from the PASS / BLOCK
+    tokens it wrote before (the host only reads tokens)."""
+    toks = [P.decode(t) for t in prompt[-1:] + trace]
+    k = next((i for i, t in enumerate(toks) if t.kind == "FAULT"), None)
+    if k is None:
+        return None
+    lane = toks[k].a
+    ps = next(t for t in reversed(toks[:k]) if t.kind == "PASS")
+    blk = next(t for t in reversed(toks[:k]) if t.kind == "BLOCK").a
+    ins = prog.code[ps.a]
+    ptx = prog.ptx[ins.ptx]
+    limit = ins.mod("code") == "limit"
+    what = "f64 arithmetic is beyond the machine" if limit else "integer division by zero"
+    return (
+        f"{what} ({ptx.op})\n  thread ({4 * ps.b + lane}, 0, 0) of block ({blk}, 0, 0) "
+        f"(warp {ps.b >> 3}, lane {4 * (ps.b & 7) + lane})\n  instruction `{ptx.text}` at {ptx.where()}"
+    )
+
+
+class TraceFormatter:
+    """Readable lines for the tokens the model writes, one per lane-group pass (``--trace``).
+
+    Only the tokens are read: a pass line (block, warp, group, pc, active mask, the instruction)
+    is completed by the result chunks, predicate chunk or STORE tokens that follow it, and
+    printed when the next step begins. Lane values are shown as the model wrote them."""
+
+    def __init__(self, prog, nthreads: int, emit) -> None:
+        self.prog, self.nthreads, self.emit = prog, nthreads, emit
+        self.block, self.cur, self.vals, self.parts, self.extra = 0, None, {}, {}, []
+
+    def _flush(self) -> None:
+        if self.cur is None:
+            return
+        g, pc, mask = self.cur
+        ins = self.prog.code[pc] if pc < len(self.prog.code) else "?"
+        what = ""
+        if self.vals:
+            dst = ins.d[0] if getattr(ins, "d", None) else "?"
+            what = f"  {dst} = [" + ", ".join(
+                f"{self.vals[x]:#x}" if x in self.vals else "-" for x in range(4)) + "]"
+        what += "".join(self.extra)
+        self.emit(
+            f"blk {self.block:2d} warp {g >> 3} group {g & 7} pc {pc:4d} mask {mask:04b}  {ins}{what}"
+        )
+        self.cur, self.vals, self.parts, self.extra = None, {}, {}, []
+
+    def feed(self, token: int) -> None:
+        tk = P.decode(token)
+        if tk.kind == "PASS":
+            self._flush()
+            g = tk.b
+            full = sum(1 << x for x in range(4) if 4 * g + x < self.nthreads)
+            self.cur = (g, tk.a, full) if tk.full else None
+            self.pending = (g, tk.a)
+        elif tk.kind == "MASK":
+            g, pc = self.pending
+            self.cur = (g, pc, tk.a)
+        elif tk.kind == "DATA" and self.cur is not None:
+            if tk.a < 12:
+                lane, j = divmod(tk.a, 3)
+                self.parts[lane] = self.parts.get(lane, 0) | (tk.b << (P.CHUNK * j))
+                if j == 2:
+                    self.vals[lane] = self.parts[lane] & M32
+            elif tk.a < 15:
+                self.parts["u"] = self.parts.get("u", 0) | (tk.b << (P.CHUNK * (tk.a - 12)))
+                if tk.a == 14:
+                    self.vals = {x: self.parts["u"] & M32 for x in range(4) if self.cur[2] >> x & 1}
+            else:
+                vals, en = tk.b & 15, tk.b >> 4 & 15
+                self.extra.append("  pred = [" + ", ".join(
+                    str(vals >> x & 1) if en >> x & 1 else "-" for x in range(4)) + "]")
+        elif tk.kind == "SHORT" and self.cur is not None:
+            self.vals[tk.a >> 8] = tk.a & 255
+        elif tk.kind == "USHORT" and self.cur is not None:
+            self.vals = {x: tk.a for x in range(4) if self.cur[2] >> x & 1}
+        elif tk.kind == "STORE":
+            self.extra.append(f"  store lane {tk.a}")
+        elif tk.kind in ("BLOCK", "BAR", "DUMPADDR", "HALT", "FAULT"):
+            self._flush()
+            if tk.kind == "BLOCK":
+                self.block = tk.a
+                self.emit(f"-- block {tk.a} starts")
+            elif tk.kind == "BAR":
+                self.emit("-- barrier released (every live thread of the block waits)")
+            elif tk.kind == "FAULT":
+                self.emit(f"-- FAULT: lane {tk.a} trapped")
+            elif tk.kind == "DUMPADDR" and not getattr(self, "dumping", False):
+                self.dumping = True
+                self.emit("-- every thread exited; the model dumps the output words")
+
+
 def decode_dump(trace: list[int]) -> dict[int, int]:
-    """Words the model dumped: DUMPADDR(w) followed by its three chunks."""
+    """Words the model dumped: DUMPADDR(w) followed by its three chunks, or by USHORT(v) (v < 1024)."""
     words: dict[int, int] = {}
     addr, parts = None, []
     for t in trace:
         tk = P.decode(t)
         if tk.kind == "DUMPADDR":
             addr, parts = tk.a, []
+        elif tk.kind == "USHORT" and addr is not None:
+            words[addr] = tk.a
         elif tk.kind == "DATA" and addr is not None:
             if tk.a != len(parts):
                 raise ExecutionError(f"malformed dump at word {addr}: {tk}")
@@ -348,6 +505,7 @@ def run_machine(
     model=None,
     runtime: str = "fast",
     progress=None,
+    trace=None,
 ) -> ModelRun:
     """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
 
@@ -362,15 +520,27 @@ def run_machine(
     if runtime not in ("fast", "stock"):
         raise ValueError(f"unknown runtime {runtime!r} (fast or stock)")
     t0 = time.perf_counter()
+    fmt = TraceFormatter(prog, spec.block[0] * spec.block[1] * spec.block[2], trace) if trace else None
+    if fmt is not None:
+        fmt.feed(prompt[-1])
     if runtime == "fast":
         from qwengpu.runtime import run_trace_fast
 
-        trace = run_trace_fast(model, prompt, max_tokens)
+        tokens = run_trace_fast(model, prompt, max_tokens)
+        for t in tokens if fmt is not None else ():
+            fmt.feed(t)
     else:
-        trace = generate(model, prompt, max_tokens, progress)
+        tokens = generate(model, prompt, max_tokens, progress, on_token=fmt.feed if fmt else None)
+    trace = tokens
     seconds = time.perf_counter() - t0
+    fault = fault_message(prog, trace, prompt)
+    if fault:
+        raise ExecutionError(fault)
     if trace[-1] != P.ctl(P.HALT):
-        raise ExecutionError(f"the model did not halt within {max_tokens} tokens")
+        raise ExecutionError(
+            f"step limit reached: the model wrote {max_tokens:,} tokens without halting (the kernel may "
+            "loop forever — raise the limit with --max-steps)"
+        )
     words = decode_dump(trace)
     missing = [w for w in range(lo, hi) if w not in words]
     if missing:
@@ -382,14 +552,17 @@ def run_machine(
             view[w] = v
     gmem.arena = arena
     outputs = read_outputs(spec, gmem)
-    passes = 1 + sum(P.decode(t).kind == "PASS" for t in trace)
+    counts = trace_counts(prompt[-1:] + trace)
     stats = {
-        "warp_instructions": passes,
+        "warp_instructions": counts["warp_instructions"],
+        "passes": counts["passes"],
         "tokens": len(trace),
         "prompt_tokens": len(prompt),
         "machine_instructions": len(prog.code),
         "registers": prog.nregs,
-        "tokens_per_warp_instruction": round(len(trace) / passes, 3),
+        "blocks": counts["blocks"],
+        "barriers": counts["barriers"],
+        "tokens_per_warp_instruction": round(len(trace) / max(1, counts["warp_instructions"]), 3),
         "seconds": round(seconds, 3),
         "runtime": runtime,
     }

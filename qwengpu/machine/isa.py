@@ -11,6 +11,13 @@ State per thread: 32 general registers ``r0..r31`` (32-bit) and 8 one-bit predic
 ``PT`` is the constant-true predicate (``!PT`` is false). Every instruction may carry a guard
 ``@p``/``@!p``: lanes whose guard is false do nothing (no write, no memory access, no fault).
 
+Subroutines: ``call d, L`` writes pc + 1 into ``d`` and jumps to ``L``; ``ret a`` jumps to the pc
+held in ``a`` -- per lane, like ``bra`` (lanes may return to different pcs; per-lane PCs and min-PC
+scheduling reconverge them). ``soft.py`` uses them to share long expansions (one body per
+program, placed BEFORE the kernel's code, so a lane inside a routine always has a smaller pc than
+any lane waiting past its call site: min-PC scheduling runs the call to completion first, exactly
+as for an inline sequence).
+
 See ``qwengpu/machine/DESIGN.md`` for the op table with the datapath requirements of each op.
 """
 
@@ -195,6 +202,23 @@ _SPECS = [
     OpSpec("exit", "ctl", "", "", (), "the active lanes finish"),
     OpSpec("bar", "ctl", "", "", (), "block-wide barrier (bar.sync)"),
     OpSpec("trap", "ctl", "", "", ("code",), "fault (e.g. integer division by zero) for the active lanes"),
+    # ---- subroutines (shared sequences: soft.py emits each once per program)
+    OpSpec(
+        "call",
+        "ctl",
+        "r",
+        "",
+        (),
+        "d = pc + 1 and jump to the target, per lane (bra plus the link write; guarded: lanes split)",
+    ),
+    OpSpec(
+        "ret",
+        "ctl",
+        "",
+        "r",
+        (),
+        "jump to the pc held in register a, per lane (lanes may return to different pcs; min-PC reconverges)",
+    ),
 ]
 SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
 OPCODES: dict[str, int] = {s.name: i for i, s in enumerate(_SPECS)}
@@ -213,7 +237,7 @@ MOD_VALUES: dict[str, tuple[Any, ...]] = {
     "space": ("global", "shared", "local", "param", "callparam", "const", "generic", "spill"),
     "size": (1, 2, 4),
     "amode": ("z", "s"),
-    "chk": (0, 8),
+    "chk": (0, 8, 1, 2),  # bytes the bounds/alignment check covers, when not ``size`` (see DESIGN.md)
     "aop": ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor"),
     "type": ("u32", "s32", "f32", "b32"),
     "mode": ("up", "down", "bfly", "idx"),
@@ -385,6 +409,10 @@ def validate(ins: MInstr) -> None:
             raise ValueError(f"{ins}: op {ins.op} takes no modifier {k!r}")
         if k in MOD_VALUES and ins.m[k] not in MOD_VALUES[k]:
             raise ValueError(f"{ins}: bad value {ins.m[k]!r} for modifier {k!r}")
+    if ins.op == "ret" and not isinstance(ins.s[0], R):
+        raise ValueError(f"{ins}: ret reads its return pc from a register")
+    if ins.op in ("bra", "call") and ins.target is None:
+        raise ValueError(f"{ins}: a branch target is required")
     if ins.op in ("shfl", "vote", "ballot", "shflp"):
         # cross-lane ops: a 4-lane pass must not overwrite a source that a later pass still reads
         if any(x in ins.s for x in ins.d):

@@ -6,17 +6,28 @@ the next (the autoregressive bottleneck), and the compiler's ``TokenIO`` packs a
 16 bits. Every token is self-describing in its top bits, so the early layers know what to do with
 it without counting (a counter would be a read-modify-write of one memory in one token).
 
-    0 iiii ddddddddddd     DATA(i, d): an 11-bit chunk; i = 3*lane + j (lane's bits 11j..),
-                           12..14 uniform chunk j-12 (all lanes), 15 predicate (4 values | 4 mask)
-                           in ROM / MEM load mode: chunk i of the row being loaded;
-                           in DUMP mode: chunk i of the dumped word
-    10 pppppppppp mmmm     PASS(pc, mask): issue the instruction at pc for the lanes in mask
-    11 ssss aaaaaaaaaa     control: ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE(lane), HALT
+    0 iiii ddddddddddd     DATA(i, d): an 11-bit chunk; i = 3*lane + j (the lane's bits 11j..),
+                           12..14 uniform chunk j-12 (every lane of the group), 15 predicate
+                           (4 values | 4 lane enables); in ROM / MEM load mode: chunk i of the row
+                           being loaded; in DUMP mode: chunk i of the dumped word
+    10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc for lane group g (warp g>>3,
+                           threads 4g..4g+3 of the block). f=1: the active lanes are all the
+                           group's threads (the token executes); f=0: the model answers MASK(m)
+    11 ssss aaaaaaaaaa     control: ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE(lane), HALT,
+                           NTHREADS(n), NBLOCKS(n), BLOCK(b), BAR(epoch), MASK(m), FAULT(lane),
+                           SHORT(lane << 8 | v): lane's result is v < 256, USHORT(v): every lane's
+                           result is v < 1024 (one token instead of three chunks)
 
-Host-fed prompt: ``ROMADDR(pc) DATA(0..10)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
-non-zero word of global memory, ``DUMPLO(lo) DUMPHI(hi)``, then ``PASS(0, all threads)``.
-Model-written: chunks, ``STORE(lane)``, the next ``PASS``, then ``DUMPADDR(w)`` + 3 chunks per
-output word, then ``HALT``.
+Why a PASS does not carry its active mask: which lanes of a group sit at the pc is part of the
+scheduler state that the late layers update; a state cannot be read and rewritten in one token,
+so the mask travels in the token that executes (PASS f=1 implies it, MASK carries it).
+
+Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
+non-zero word of global memory, ``NTHREADS(n) NBLOCKS(b) DUMPLO(lo) DUMPHI(hi)`` and ``BLOCK(0)``.
+Model-written: ``PASS``/``MASK``, result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases),
+``BLOCK(b)`` (the next block starts), then ``DUMPADDR(w)`` + 3 chunks per output word, ``HALT``;
+or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the host names the instruction,
+thread and block from the PASS and BLOCK tokens before it).
 """
 
 from __future__ import annotations
@@ -24,14 +35,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHUNK = 11  # data bits per DATA token
-PC_BITS = 10
+PC_BITS = 9
+GROUP_BITS = 4
 ADDR_BITS = 10
 IDX_UNIFORM = 12
 IDX_PRED = 15
 
 # control sub-kinds (bits 10..13 of a 0b11 token)
-ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE, HALT = range(7)
-CTL_NAMES = ("ROMADDR", "MEMADDR", "DUMPADDR", "DUMPLO", "DUMPHI", "STORE", "HALT")
+(ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE, HALT) = range(7)
+(NTHREADS, NBLOCKS, BLOCK, BAR, MASK, FAULT, SHORT, USHORT) = range(7, 15)
+CTL_NAMES = (
+    "ROMADDR",
+    "MEMADDR",
+    "DUMPADDR",
+    "DUMPLO",
+    "DUMPHI",
+    "STORE",
+    "HALT",
+    "NTHREADS",
+    "NBLOCKS",
+    "BLOCK",
+    "BAR",
+    "MASK",
+    "FAULT",
+    "SHORT",
+    "USHORT",
+)
 
 # modes held by the early control latch
 MODE_EXEC, MODE_ROM, MODE_MEM, MODE_DUMP = range(4)
@@ -43,10 +72,10 @@ def data(idx: int, d: int) -> int:
     return (idx << CHUNK) | d
 
 
-def pass_(pc: int, mask: int) -> int:
-    """PASS(pc, mask)."""
-    assert 0 <= pc < (1 << PC_BITS) and 0 <= mask < 16
-    return 0x8000 | (pc << 4) | mask
+def pass_(pc: int, group: int = 0, full: bool = True) -> int:
+    """PASS(group, pc, full)."""
+    assert 0 <= pc < (1 << PC_BITS) and 0 <= group < (1 << GROUP_BITS)
+    return 0x8000 | (int(full) << 13) | (group << PC_BITS) | pc
 
 
 def ctl(kind: int, a: int = 0) -> int:
@@ -66,13 +95,16 @@ class Token:
 
     kind: str  # DATA, PASS, or a control name
     a: int = 0  # DATA index / PASS pc / control argument
-    b: int = 0  # DATA data / PASS mask
+    b: int = 0  # DATA data / PASS group
+    full: bool = False  # PASS only
 
     def __str__(self) -> str:
         if self.kind == "DATA":
             return f"D{self.a}:{self.b:x}"
         if self.kind == "PASS":
-            return f"PASS(pc={self.a},m={self.b:04b})"
+            return f"PASS(g={self.b},pc={self.a}{'' if self.full else ',?'})"
+        if self.kind == "MASK":
+            return f"MASK({self.a:04b})"
         return f"{self.kind}({self.a})"
 
 
@@ -82,6 +114,6 @@ def decode(t: int) -> Token:
     if t < 0x8000:
         return Token("DATA", t >> CHUNK, t & ((1 << CHUNK) - 1))
     if t < 0xC000:
-        return Token("PASS", (t >> 4) & ((1 << PC_BITS) - 1), t & 15)
+        return Token("PASS", t & ((1 << PC_BITS) - 1), (t >> PC_BITS) & 15, bool(t >> 13 & 1))
     k = (t >> ADDR_BITS) & 15
     return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", t & ((1 << ADDR_BITS) - 1))

@@ -14,6 +14,17 @@ SIMT-specific rules:
   in the interpreter (whose registers are never reused);
 * a cross-lane op's destination never shares a register with its sources (4-lane passes);
 * a register read before any write on some path is zeroed at entry (the interpreter zeroes all).
+
+Subroutines (``call d, L`` / ``ret a``, emitted by ``soft.py`` for shared expansions): a routine is
+what is reachable from a call target without following calls (a call continues at pc + 1, a
+``ret`` ends it); its return sites are the instructions after its call sites. Liveness follows
+``ret`` to every return site, so a value live across any call of a routine is live throughout the
+routine's body and never shares a register with its temporaries; a call site itself uses the
+routine's summary (what the body reads before writing, and what it writes on every path), not
+the entry's liveness, so a value live after one call site does not leak back to the other call
+sites (context-sensitive at calls, no unrealizable paths). Routines may call routines (callees
+are summarized first); recursion is refused. Link registers (written by ``call``) are never
+spilled or rematerialized.
 """
 
 from __future__ import annotations
@@ -74,7 +85,9 @@ def _regs(xs: tuple, cls: type) -> list[int]:
     return [x.n for x in xs if isinstance(x, cls) and not (cls is P and x.n == PT)]
 
 
-def successors(code: list[MInstr]) -> list[list[int]]:
+def _local_successors(code: list[MInstr]) -> list[list[int]]:
+    """Control flow within one routine (or the kernel): a ``call`` continues at pc + 1 (the
+    routine returns there), a ``ret`` leaves (a guarded one also falls through)."""
     n = len(code)
     succ: list[list[int]] = []
     for pc, ins in enumerate(code):
@@ -83,11 +96,79 @@ def successors(code: list[MInstr]) -> list[list[int]]:
             s.append(ins.target)  # type: ignore[arg-type]
             if ins.guard is not None and pc + 1 < n:
                 s.append(pc + 1)
-        elif ins.op == "exit" and ins.guard is None:
+        elif ins.op in ("exit", "ret") and ins.guard is None:
             pass
         elif pc + 1 < n:
             s.append(pc + 1)
         succ.append(s)
+    return succ
+
+
+class CallGraph:
+    """The subroutines of a program: ``body[t]`` the pcs of the routine entered at ``t`` (what is
+    reachable from t without following calls), ``sites[t]`` its call pcs, ``rets[t]`` its ``ret``
+    pcs, ``order`` the entries with callees before callers, ``ret_to[r]`` the return sites (pc + 1
+    of every call site) of a ``ret`` at pc r."""
+
+    def __init__(self, code: list[MInstr]) -> None:
+        n = len(code)
+        local = _local_successors(code)
+        self.sites: dict[int, list[int]] = {}
+        for pc, ins in enumerate(code):
+            if ins.op == "call":
+                self.sites.setdefault(ins.target, []).append(pc)  # type: ignore[arg-type]
+        self.body: dict[int, list[int]] = {}
+        self.rets: dict[int, list[int]] = {}
+        callees: dict[int, set[int]] = {}
+        self.ret_to: dict[int, list[int]] = {}
+        for t in self.sites:
+            seen = {t}
+            todo = [t]
+            while todo:
+                pc = todo.pop()
+                for q in local[pc]:
+                    if q not in seen:
+                        seen.add(q)
+                        todo.append(q)
+            body = sorted(x for x in seen if x < n)
+            self.body[t] = body
+            self.rets[t] = [pc for pc in body if code[pc].op == "ret"]
+            callees[t] = {code[pc].target for pc in body if code[pc].op == "call"}  # type: ignore[misc]
+            for r in self.rets[t]:
+                self.ret_to.setdefault(r, []).extend(c + 1 for c in self.sites[t] if c + 1 < n)
+        self.order: list[int] = []
+        state: dict[int, int] = {}
+
+        def visit(t: int, path: tuple[int, ...]) -> None:
+            if state.get(t) == 2:
+                return
+            if state.get(t) == 1:
+                raise ValueError(
+                    f"recursive subroutine call (entries {path + (t,)}): routines may not recurse"
+                )
+            state[t] = 1
+            for u in sorted(callees[t]):
+                visit(u, path + (t,))
+            state[t] = 2
+            self.order.append(t)
+
+        for t in sorted(self.sites):
+            visit(t, ())
+
+
+def successors(code: list[MInstr]) -> list[list[int]]:
+    """The machine CFG: a ``call`` goes to its routine's entry (and pc + 1 when guarded), a ``ret``
+    to every return site of its routine."""
+    succ = _local_successors(code)
+    if not any(ins.op in ("call", "ret") for ins in code):
+        return succ
+    cg = CallGraph(code)
+    n = len(code)
+    for pc, ins in enumerate(code):
+        if ins.op == "call":
+            succ[pc] = [ins.target, *([pc + 1] if ins.guard is not None and pc + 1 < n else [])]  # type: ignore[list-item]
+        elif ins.op == "ret":
+            succ[pc] = sorted(set(cg.ret_to.get(pc, [])) | set(succ[pc]))
     return succ
 
 
@@ -97,6 +178,8 @@ def use_def(ins: MInstr, cls: type) -> tuple[set[int], set[int], set[int]]:
     if cls is P and ins.guard is not None and ins.guard.n != PT:
         uses.add(ins.guard.n)
     defs = set(_regs(ins.d, cls))
+    if ins.op == "call":
+        return uses, defs, defs  # the link: lanes that do not call never read their old one
     kills = set() if ins.guard is not None else defs
     if ins.guard is not None:
         uses |= defs  # a predicated write keeps the other lanes' value: the old value flows through
@@ -104,28 +187,112 @@ def use_def(ins: MInstr, cls: type) -> tuple[set[int], set[int], set[int]]:
 
 
 def liveness(code: list[MInstr], cls: type) -> tuple[list[int], list[int]]:
-    """live-in and live-out bitsets (Python ints) per pc."""
+    """live-in and live-out bitsets (Python ints) per pc (subroutines: see the module docstring)."""
     n = len(code)
-    succ = successors(code)
     ud = [use_def(ins, cls) for ins in code]
     use_b = [sum(1 << u for u in x[0]) for x in ud]
     kill_b = [sum(1 << k for k in x[1]) for x in ud]
     live_in = [0] * n
     live_out = [0] * n
+    if not any(ins.op in ("call", "ret") for ins in code):
+        _solve(code, list(range(n)), _local_successors(code), use_b, kill_b, {}, live_in, live_out)
+        return live_in, live_out
+    cg = CallGraph(code)
+    local = _local_successors(code)
+    summary: dict[int, tuple[int, int]] = {}  # entry -> (read before written, written on every path)
+    full = (1 << max(1, max((x.bit_length() for x in (*use_b, *kill_b)), default=1))) - 1
+    for t in cg.order:  # callees first
+        body = cg.body[t]
+        li = [0] * n
+        lo = [0] * n
+        _solve(code, body, local, use_b, kill_b, summary, li, lo)
+        summary[t] = (li[t], _must_define(code, t, body, local, kill_b, summary, cg.rets[t], full))
+    succ = [list(x) for x in local]
+    for r, sites in cg.ret_to.items():
+        succ[r] = sorted(set(succ[r]) | set(sites))
+    _solve(code, list(range(n)), succ, use_b, kill_b, summary, live_in, live_out)
+    return live_in, live_out
+
+
+def _solve(
+    code: list[MInstr],
+    pcs: list[int],
+    succ: list[list[int]],
+    use_b: list[int],
+    kill_b: list[int],
+    summary: dict[int, tuple[int, int]],
+    live_in: list[int],
+    live_out: list[int],
+) -> None:
+    """Backward liveness over ``pcs`` (in place); a ``call`` to a summarized routine passes what
+    is live after it through the routine, minus what the routine always writes, plus what it reads."""
+    n = len(code)
+    order = sorted(pcs, reverse=True)
     changed = True
-    order = list(range(n - 1, -1, -1))
     while changed:
         changed = False
         for pc in order:
-            out = 0
-            for s in succ[pc]:
-                out |= live_in[s]
+            ins = code[pc]
+            if ins.op == "call" and ins.target in summary:
+                ue, md = summary[ins.target]  # type: ignore[index]
+                after = live_in[pc + 1] if pc + 1 < n else 0
+                out = ue | (after & ~md)
+                if ins.guard is not None:
+                    out |= after
+            else:
+                out = 0
+                for s in succ[pc]:
+                    out |= live_in[s]
             inn = use_b[pc] | (out & ~kill_b[pc])
             if out != live_out[pc] or inn != live_in[pc]:
                 live_out[pc] = out
                 live_in[pc] = inn
                 changed = True
-    return live_in, live_out
+
+
+def _must_define(
+    code: list[MInstr],
+    entry: int,
+    body: list[int],
+    succ: list[list[int]],
+    kill_b: list[int],
+    summary: dict[int, tuple[int, int]],
+    rets: list[int],
+    full: int,
+) -> int:
+    """Registers a routine writes (unguarded) on every path from its entry to a ``ret``."""
+    inside = set(body)
+    preds: dict[int, list[int]] = {pc: [] for pc in body}
+    for pc in body:
+        for q in succ[pc]:
+            if q in inside:
+                preds[q].append(pc)
+    dout = {pc: full for pc in body}
+    changed = True
+    while changed:
+        changed = False
+        for pc in body:
+            inn = 0
+            if pc != entry:
+                inn = full
+                for q in preds[pc]:
+                    inn &= dout[q]
+            out = inn | kill_b[pc]
+            ins = code[pc]
+            if ins.op == "call" and ins.guard is None and ins.target in summary:
+                out |= summary[ins.target][1]  # type: ignore[index]
+            if out != dout[pc]:
+                dout[pc] = out
+                changed = True
+    md = full
+    for r in rets:
+        inn = 0
+        if r != entry:
+            inn = full
+            for q in preds[r]:
+                inn &= dout[q]
+        md &= inn
+    return md if rets else full
 
 
 def _bits(x: int) -> list[int]:
@@ -405,6 +572,8 @@ def _choose_victim(prog: Program, fresh: set[int]) -> tuple[int, MInstr | None] 
     for v in range(prog.nregs):
         if v in fresh or v in prog.pinned or span[v] < 3 or v not in defs:
             continue
+        if any(x.op == "call" for x in defs[v]):
+            continue  # a link register: its spill store would run only after the routine returned
         d = defs[v]
         remat = remat_of(v)
         cost = nuse[v] if remat is not None else 2 * (nuse[v] + len(d))
@@ -417,7 +586,7 @@ def _choose_victim(prog: Program, fresh: set[int]) -> tuple[int, MInstr | None] 
 # ---------------------------------------------------------------------------------------------
 # cleanups before allocation
 # ---------------------------------------------------------------------------------------------
-KEEP = ("st", "atom", "trap", "bar", "exit", "bra")  # effects beyond their destinations
+KEEP = ("st", "atom", "trap", "bar", "exit", "bra", "call", "ret")  # effects beyond their destinations
 
 
 def propagate_constants(prog: Program) -> Program:

@@ -36,7 +36,7 @@ DEFAULT_MAX_STEPS = 5_000_000
 LANES = np.arange(WARP, dtype=np.uint32)
 ALL = np.ones(WARP, dtype=bool)
 ALL.flags.writeable = False
-_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER = 0, 1, 2, 3, 4
+_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER, _RET = 0, 1, 2, 3, 4, 5  # _RET: jump, entries set per lane
 U32 = np.uint32
 M32 = 0xFFFFFFFF
 
@@ -189,9 +189,17 @@ class MachineSim:
                 self.kstart[a] = i
         self.fall_entry: list[int | None] = [None] * n
         self.jump_entry: list[int | None] = [None] * n
+        # pcs inside no PTX range (subroutine bodies, the branch over them, what the allocator puts
+        # before that): their issues are attributed to the lanes' entry (the calling PTX instruction)
+        self.in_range = [False] * n
+        for a, b in prog.ptx_ranges:
+            for pc in range(a, min(b, n)):
+                self.in_range[pc] = True
         for pc, ins in enumerate(prog.code):
             own = ins.ptx
-            end = prog.ptx_ranges[own][1] if 0 <= own < len(prog.ptx_ranges) else -1
+            start, end = prog.ptx_ranges[own] if 0 <= own < len(prog.ptx_ranges) else (-1, -1)
+            if not start <= pc < end:
+                continue  # a routine's instruction carries a caller's ptx index but is not in its range
             if pc + 1 == end:
                 self.fall_entry[pc] = own + 1
             if ins.op == "bra":
@@ -203,7 +211,9 @@ class MachineSim:
                     self.jump_entry[pc] = lab
                 elif ins.target == end:
                     self.jump_entry[pc] = own + 1
-        self.breaks = [x.op in ("bra", "exit", "bar", "trap") for x in prog.code]
+        self.breaks = [x.op in ("bra", "exit", "bar", "trap", "call", "ret") for x in prog.code]
+        # a lane returning to pc t continues after the call at t - 1: its entry is that call's fall entry
+        self.ret_entry = np.array([-1] + [-1 if f is None else f for f in self.fall_entry], dtype=np.int64)
 
     # ------------------------------------------------------------------ launch
     def launch(
@@ -381,7 +391,10 @@ class MachineSim:
             st.issues_by_ptx[k] += 1
             e = k
         st.warp_instructions += 1
-        st.machine_by_ptx[self.code_ptx[pc]] += 1
+        if self.in_range[pc]:
+            st.machine_by_ptx[self.code_ptx[pc]] += 1
+        elif st.machine_by_ptx:
+            st.machine_by_ptx[min(e, len(st.machine_by_ptx) - 1)] += 1
         st.passes += self._groups(m, w.nlanes)
         st.lane_instructions += WARP if m is None else int(m.sum())
         if self.trace is not None:
@@ -420,6 +433,9 @@ class MachineSim:
                         if jump[pc] is not None:
                             e = jump[pc]  # type: ignore[assignment]
                         pc = arg
+                    elif kind == _RET:
+                        e = int(w.entry.min()) if m is None else int(w.entry[m].min())
+                        pc = arg
                     else:
                         break
             else:
@@ -447,6 +463,9 @@ class MachineSim:
                     w.pcs[m] = arg
                     if jump[pc] is not None:
                         w.entry[m] = jump[pc]
+                    continue
+                if kind == _RET:
+                    w.pcs[m] = arg
                     continue
             if kind == _DIVERGED:
                 stats.divergent_branches += 1
@@ -512,7 +531,7 @@ class MachineSim:
         if builder is None:
             raise PTXError(f"machine op {ins.op!r} has no simulator")
         f = builder(ins, pc)
-        if ins.op == "bra" or ins.guard is None:
+        if ins.op in ("bra", "call", "ret") or ins.guard is None:
             return f
         g = self._psrc(ins.guard)
 
@@ -972,6 +991,8 @@ class MachineSim:
             ad, pz = addr(w)
             mem, idx = self._resolve(w, ad, pz, lanes, size, space, ins, False, chk)
             ii = idx.astype(np.int64)
+            if 0 < chk < size:  # a sub-word access checked as such, loaded as its aligned word
+                ii = ii & ~np.int64(3)
             raw = np.zeros(len(ii), dtype=np.uint32)
             for k in range(size):
                 raw |= mem[ii + k].astype(np.uint32) << U32(8 * k)
@@ -1160,6 +1181,70 @@ class MachineSim:
             return (_DIVERGED, 0)
 
         return bra
+
+    def _op_call(self, ins: MInstr, pc: int) -> Callable:
+        """Like ``bra`` (guarded: lanes split), and every lane that jumps writes pc + 1 into d."""
+        tpc = ins.target
+        fe = self.fall_entry[pc]
+        wr = self._dst(ins.d[0])
+        link = U32(pc + 1)
+        g = None if ins.guard is None else self._psrc(ins.guard)
+
+        def call(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            if g is None:
+                wr(w, link, m)
+                return (_JUMP, tpc)
+            p = g(w)
+            taken = p if m is None else (m & p)
+            act = ALL if m is None else m
+            nt = int(taken.sum())
+            if nt == 0:
+                return (_NEXT, 0)
+            wr(w, link, taken)
+            if nt == int(act.sum()):
+                return (_JUMP, tpc)
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[act] = pc + 1
+            w.pcs[taken] = tpc
+            if fe is not None:
+                w.entry[act & ~taken] = fe
+            return (_DIVERGED, 0)
+
+        return call
+
+    def _op_ret(self, ins: MInstr, pc: int) -> Callable:
+        """Every active lane jumps to the pc in its register a (lanes may go to different pcs: the
+        warp splits and min-PC scheduling reconverges it, as for ``bra``); a lane's PTX entry
+        becomes the fall entry of the call it returns behind."""
+        src = self._src(ins.s[0])
+        fe = self.fall_entry[pc]
+        n = len(self.prog.code)
+        rent = self.ret_entry
+        g = None if ins.guard is None else self._psrc(ins.guard)
+
+        def ret(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            act = ALL if m is None else m
+            taken = act if g is None else (act & g(w))
+            if not taken.any():
+                return (_NEXT, 0)
+            tgt = np.minimum(np.broadcast_to(src(w), (WARP,)).astype(np.int64), n)
+            ent = rent[tgt]
+            upd = taken & (ent >= 0)
+            w.entry[upd] = ent[upd]
+            t0 = int(tgt[taken][0])
+            stay = act & ~taken
+            if not stay.any() and (tgt[taken] == t0).all():
+                return (_RET, t0)
+            if w.conv >= 0:
+                w.pcs[:] = w.conv
+            w.pcs[stay] = pc + 1
+            if fe is not None:
+                w.entry[stay] = fe
+            w.pcs[taken] = tgt[taken]
+            return (_DIVERGED, 0)
+
+        return ret
 
     def _op_exit(self, ins: MInstr, pc: int) -> Callable:
         def ex(w: Warp, m: np.ndarray | None) -> tuple[int, int]:

@@ -9,15 +9,15 @@ in the stock model and the runtime built from it changes too.
 What is kept (everything else adds exact zeros, see "Exactness"):
 
 * **MLP**: neurons whose gate row, up row and down column are all non-zero, gathered once into
-  sparse row lists (values, column index, row start) over the input dims that any of them reads,
-  and the down projection restricted to the output dims it writes;
+  sparse row lists over the input dims that any of them reads, and the down projection restricted
+  to the output dims it writes;
 * **DeltaNet**: value heads with a non-zero ``out_proj`` column block, their key heads, and the
-  ``in_proj_qkv/z/b/a`` rows of those heads; its own conv history and recurrent state per used head;
+  ``in_proj_qkv/z/b/a`` rows of those heads, as two sparse maps (the q|k rows over the dims they
+  read, the v|z|b|a rows over theirs); its own conv history and recurrent state per used head;
 * **attention**: only layers whose ``o_proj`` is all zero are supported, and skipped (they add
   exactly 0; :class:`UnsupportedModel` otherwise);
 * **embedding**: the non-zero columns; **lm_head**: the non-zero columns, but *every* row (an
-  all-zero row scores exactly 0, so the argmax over all rows is the stock argmax), memoized on
-  the bytes of the normalized inputs it reads (deterministic, so a hit returns the same argmax).
+  all-zero row scores exactly 0, so the argmax over all rows is the stock argmax).
 
 Exactness (why fast == stock bit for bit on compiled models; the tests check every layer boundary):
 
@@ -35,12 +35,44 @@ Exactness (why fast == stock bit for bit on compiled models; the tests check eve
   buffers padded to a multiple of 64 (or of the stock shape), so every element takes the same
   vectorized code path as in the stock model. Where an input row is all zero (``in_proj_a`` on
   compiled layers) the value is a constant, folded once at build time with the same torch ops.
-* *DeltaNet*: ``l2norm`` and the recurrent reads/writes use numpy only when every key/query row
-  has at most one non-zero entry (then every reduction is a single term plus zeros: exact in any
-  order); otherwise that step falls back to the stock torch expressions. ``q / d**0.5`` divides by
-  ``fl32(d**0.5)`` as torch does for a Python scalar (checked in the tests). The gated RMSNorm's
-  mean is exact (dense encoding: absorbed by eps; robust: an exact power of four in any order) and
-  its ``rsqrt(fl32(1e-6))`` is the same ``1 / sqrt`` rounding as torch (999.99994).
+* *DeltaNet*: ``q / d**0.5`` divides by ``fl32(d**0.5)`` as torch does for a Python scalar
+  (checked in the tests). The gated RMSNorm's mean is exact (dense encoding: absorbed by eps;
+  robust: an exact power of four in any order) and its ``rsqrt(fl32(1e-6))`` is the same
+  ``1 / sqrt`` rounding as torch (999.99994).
+* *Identical rows* of a map (gate rows, up rows, q|k rows, v|z rows; compiled circuits repeat
+  them a lot) are computed once and copied: the same ops on the same values give the same bits.
+
+Shortcuts, each guarded by a check that falls back to the general path (``stats()`` counts which
+path ran; the tests run both on the same models and compare each with the stock model):
+
+* **One-hot DeltaNet steps** (build-time guard: conv taps exactly ``[0, .., 0, 1]`` and a decay of
+  exactly 1, i.e. ``in_proj_a`` rows zero and ``exp(g) == 1``; runtime guard: every key/query row
+  has at most one non-zero entry and every projected value is finite). Then every stock reduction over ``d_k``
+  (``l2norm``'s sum of squares, ``S^T k``, ``S^T q``) is one product plus exact zeros, so only row
+  ``j`` of a head's state is read or written, with the stock scalar ops in the stock order; a head
+  whose key is zero or whose ``beta`` is exactly 0 is left as it is (``S + 0 * delta == S`` for
+  finite ``delta``), and a head whose query is zero reads exact zeros, which its gated norm and
+  ``out_proj`` turn into zeros (skipped). Written rows are checked finite before they are stored
+  (a non-finite state would make the stock ``0 * inf`` terms NaN): otherwise the step is redone on
+  the general path, which the block then keeps until :meth:`FastModel.reset`. Otherwise the step
+  runs the stock expressions (torch reductions in the stock order).
+* **Memos** (no guard needed: each value is a deterministic function of exactly what it is keyed
+  on). An MLP's output is a function of the gathered input dims and the sum of squares that gives
+  the norm factor; a DeltaNet step's *plan* (which rows are written and read, with the projected
+  keys, values, betas, gates) likewise, and its key/query part of the key/query inputs alone; a
+  DeltaNet read's output is a function of that key/query part, the gate values (by their bytes)
+  and the contents of the rows read, identified by a write stamp per row (a write that changes a
+  row's bits gets a new stamp, never reused, also across :meth:`FastModel.reset`, where all rows
+  go back to the zero stamp); the gated norm's factors are a function of the mean squares; the
+  ``lm_head`` argmax is a function of the normalized inputs it reads. Memos are bounded in entries
+  and bytes; an MLP memo that hits too rarely switches itself off (the result does not depend on
+  it). :meth:`FastModel.clear_memos` forgets them (for timing cold runs).
+* **Sign-code head** (build-time guard: every ``lm_head`` column is ``+-w_c`` and the rows' sign
+  patterns are distinct; runtime guard: every product ``w_c h_c`` is exact and every partial sum
+  of them is exact, checked with integers). Then a row's logit is exactly ``sum_c s_c a_c`` with
+  ``a_c = fl(w_c h_c)``, the maximum is reached exactly by the rows with ``s_c = sign(a_c)``
+  wherever ``a_c != 0``, and the stock argmax (first maximum) is the smallest such row index, read
+  from a table instead of a 65,536-row product. Otherwise: the product.
 
 Only float32 and batch 1 greedy decoding; the prefill runs the recurrent step per token (the stock
 chunked prefill gives the same values on compiled models, which the stock tests establish).
@@ -48,7 +80,11 @@ chunked prefill gives the same values on compiled models, which the stock tests 
 
 from __future__ import annotations
 
+import gc
+import itertools
+import math
 import weakref
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +94,14 @@ import torch
 import torch.nn.functional as F
 
 F32 = np.float32
+ONE = F32(1.0)
 PAD = 64  # silu/sigmoid buffers are padded to this: every element on torch's vectorized path
 HEAD_CACHE_MAX = 1 << 16
+MEMO_MAX = 1 << 14  # entries per memo (cleared when full)
+MEMO_BYTES = 4 << 20  # and at most about this many key + value bytes per memo
+MEMO_TRIAL = 1024  # an MLP memo looks up this many keys, then stays on only if >= 1/8 of them hit
+HEAD_FREE_MAX = 12  # sign-code head: at most 2^12 tied candidate rows, else the product
+DEDUP_MIN = 256  # de-duplicate the rows of a map when that saves this many products (+ one per row)
 
 
 class UnsupportedModel(ValueError):
@@ -82,7 +124,7 @@ except ImportError:  # pragma: no cover - scipy is optional: numpy reduceat does
 
 @dataclass
 class SparseRows:
-    """A row-sparse matrix over a gathered input: ``y[r] = sum_j vals[j] * x[idx[j]]`` for row r.
+    """A row-sparse matrix: ``y[r] = sum_j vals[j] * x[idx[j]]`` over the entries of row r.
 
     Rows without entries give +0 (the stock dense sum of exact zeros)."""
 
@@ -93,7 +135,6 @@ class SparseRows:
     indptr: np.ndarray  # CSR row pointers (nrows + 1)
     starts: np.ndarray  # start of each non-empty row in vals
     nonempty: np.ndarray  # which rows are non-empty (ascending)
-    full: bool  # every row non-empty
 
     @classmethod
     def of(cls, dense: np.ndarray) -> SparseRows:
@@ -103,16 +144,32 @@ class SparseRows:
         starts = np.searchsorted(r, nonempty).astype(np.intp)
         indptr = np.searchsorted(r, np.arange(dense.shape[0] + 1)).astype(np.int32)
         return cls(dense.shape[0], dense.shape[1], vals, c.astype(np.int32), indptr, starts,
-                   nonempty.astype(np.intp), len(nonempty) == dense.shape[0])
+                   nonempty.astype(np.intp))
+
+    def into(self, x: np.ndarray, y: np.ndarray) -> None:
+        """``y += A x`` (``y`` holds zeros on entry: then it is ``A x``); float32, contiguous."""
+        if _csr_matvec is not None:
+            _csr_matvec(self.nrows, self.ncols, self.indptr, self.idx, self.vals, x, y)
+        elif len(self.vals):
+            y[self.nonempty] += np.add.reduceat(self.vals * x[self.idx], self.starts)
 
     def mv(self, x: np.ndarray) -> np.ndarray:
         y = np.zeros(self.nrows, dtype=F32)
-        if _csr_matvec is not None:
-            _csr_matvec(self.nrows, self.ncols, self.indptr, self.idx, self.vals, x, y)
-            return y
-        if len(self.vals):
-            y[self.nonempty] = np.add.reduceat(self.vals * x[self.idx], self.starts)
+        self.into(x, y)
         return y
+
+    def columns(self, keep: np.ndarray) -> SparseRows:
+        """The same rows on the columns ``keep`` (ascending) only, numbered 0.. in that order
+        (each row keeps its entries' order, so its sum is the same sum without the others)."""
+        at = np.full(self.ncols, -1, dtype=np.int64)
+        at[keep] = np.arange(len(keep))
+        new = at[self.idx]
+        sel = new >= 0
+        rows = np.repeat(np.arange(self.nrows), np.diff(self.indptr))[sel]
+        nonempty = np.unique(rows)
+        return SparseRows(self.nrows, len(keep), self.vals[sel], new[sel].astype(np.int32),
+                          np.searchsorted(rows, np.arange(self.nrows + 1)).astype(np.int32),
+                          np.searchsorted(rows, nonempty).astype(np.intp), nonempty.astype(np.intp))
 
 
 def _nonzero_cols(*mats: np.ndarray) -> np.ndarray:
@@ -122,9 +179,61 @@ def _nonzero_cols(*mats: np.ndarray) -> np.ndarray:
     return np.nonzero(used)[0]
 
 
-def _silu_(buf: np.ndarray, t: torch.Tensor) -> None:
-    """Stock SiLU in place on a padded float32 buffer (``t`` is ``torch.from_numpy(buf)``)."""
-    F.silu(t, inplace=True)
+def _unique_rows(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct non-zero rows in first-seen order, each row's index among them; -1: zero row).
+
+    Identical rows give identical sums (the same ops on the same values), so computing one copy is
+    exact."""
+    seen: dict[bytes, int] = {}
+    where = np.full(dense.shape[0], -1, dtype=np.intp)
+    keep = []
+    for i, row in enumerate(dense):
+        if not row.any():  # no entries (SparseRows drops zeros of either sign): +0
+            continue
+        j = seen.setdefault(row.tobytes(), len(keep))
+        if j == len(keep):
+            keep.append(i)
+        where[i] = j
+    return dense[keep], where
+
+
+def _nnz(a: np.ndarray) -> int:
+    return int(np.count_nonzero(a))
+
+
+class _Memo:
+    """A bounded dict (cleared when full) that counts its lookups; ``adaptive`` memos switch
+    themselves off after ``MEMO_TRIAL`` lookups with fewer than 1/8 hits."""
+
+    __slots__ = ("d", "cap", "hits", "looks", "on", "adaptive", "enabled")
+
+    def __init__(self, entry_bytes: int = 0, adaptive: bool = False, enabled: bool = True) -> None:
+        self.cap = max(64, min(MEMO_MAX, MEMO_BYTES // max(1, entry_bytes)))
+        self.adaptive = adaptive
+        self.enabled = enabled
+        self.clear()
+
+    def clear(self) -> None:
+        self.d: dict = {}
+        self.hits = self.looks = 0
+        self.on = self.enabled
+
+    def get(self, key):
+        self.looks += 1
+        v = self.d.get(key)
+        if v is not None:
+            self.hits += 1
+        return v
+
+    def put(self, key, value) -> None:
+        """Store (after a miss); an adaptive memo with too few hits so far switches off instead."""
+        if self.adaptive and self.looks >= MEMO_TRIAL and self.hits * 8 < self.looks:
+            self.on = False
+            self.d = {}
+            return
+        if len(self.d) >= self.cap:
+            self.d.clear()
+        self.d[key] = value
 
 
 @dataclass
@@ -135,56 +244,153 @@ class Norm:
     w1: np.ndarray  # fl32(1 + weight)[cols], computed with torch like the stock module
     eps: np.float32
     n: np.float32
+    _r: dict = field(default_factory=dict, repr=False)  # sum of squares -> factor (deterministic)
 
     @classmethod
     def of(cls, module: torch.nn.Module, cols: np.ndarray, hidden: int) -> Norm:
         w1 = (1.0 + module.weight.detach().float()).numpy()
         return cls(cols, w1[cols].copy(), F32(module.eps), F32(hidden))
 
+    def factor(self, x: np.ndarray) -> np.float32:
+        """``rsqrt(mean(x^2) + eps)`` as the stock module rounds it."""
+        return self.factor_of(np.dot(x, x))
+
+    def factor_of(self, ss: np.float32) -> np.float32:
+        """The factor from the sum of squares ``np.dot(x, x)``."""
+        r = self._r.get(ss)
+        if r is None:
+            r = ONE / np.sqrt(ss / self.n + self.eps)
+            if len(self._r) < 4096:
+                self._r[ss] = r
+        return r
+
+    def scale(self, xc: np.ndarray, r: np.float32) -> np.ndarray:
+        """The norm's output on ``cols`` from the gathered inputs ``xc = x[cols]`` (in place)."""
+        xc *= r
+        xc *= self.w1
+        return xc
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        r = F32(1.0) / np.sqrt(np.dot(x, x) / self.n + self.eps)
-        out = x[self.cols] * r
-        out *= self.w1
-        return out
+        return self.scale(x[self.cols], self.factor(x))
 
 
 @dataclass
 class MlpBlock:
     norm: Norm
-    gu: SparseRows  # gate rows then up rows of the used neurons, over norm.cols
-    n: int
+    gu: SparseRows  # gate rows, zero rows up to _pad(ng), up rows, over norm.cols
+    n: int  # used neurons
+    ng: int  # gate rows in gu (the distinct gate rows when sel is set, else n)
+    sel: np.ndarray | None  # per neuron: its gate row, then per neuron: its up row (None: identity)
     down: SparseRows  # over the used neurons, rows = outs
     outs: np.ndarray
-    buf: np.ndarray = field(init=False)
-    tbuf: torch.Tensor = field(init=False)
+    shortcuts: bool = True  # False: no memo
+    memo: _Memo = field(init=False)
 
     def __post_init__(self) -> None:
-        self.buf = np.zeros(_pad(self.n), dtype=F32)
-        self.tbuf = torch.from_numpy(self.buf)
-
-    def __getstate__(self) -> dict:  # torch views of numpy buffers do not survive pickling: rebuild
-        return {k: v for k, v in self.__dict__.items() if k not in ("buf", "tbuf")}
-
-    def __setstate__(self, d: dict) -> None:
-        self.__dict__.update(d)
-        self.__post_init__()
+        n, pg = self.n, _pad(self.ng)
+        self.g = np.zeros(self.gu.nrows, dtype=F32)
+        self.tg = torch.from_numpy(self.g[:pg])
+        if self.sel is None:
+            self.gate, self.up = self.g[:n], self.g[pg: pg + n]
+        else:
+            self.gu2 = np.zeros(2 * n, dtype=F32)
+            self.gate, self.up = self.gu2[:n], self.gu2[n:]
+        self.h = np.zeros(n, dtype=F32)
+        self.y = np.zeros(len(self.outs), dtype=F32)
+        self.memo = _Memo(4 * (len(self.norm.cols) + len(self.outs)) + 200, adaptive=True,
+                          enabled=self.shortcuts)
 
     def __call__(self, x: np.ndarray) -> None:
-        gu = self.gu.mv(self.norm(x))
-        n = self.n
-        self.buf[:n] = gu[:n]
-        self.buf[n:] = 0
-        _silu_(self.buf, self.tbuf)
-        h = self.buf[:n] * gu[n:]
-        x[self.outs] += self.down.mv(h)
+        norm = self.norm
+        ss = np.dot(x, x)  # the norm's output on cols is a function of (ss, x[cols])
+        xc = x[norm.cols]
+        memo = self.memo
+        if memo.on:
+            key = (ss, xc.tobytes())
+            y = memo.d.get(key)
+            memo.looks += 1
+            if y is not None:
+                memo.hits += 1
+                x[self.outs] += y
+                return
+        g = self.g
+        g.fill(0)
+        self.gu.into(norm.scale(xc, norm.factor_of(ss)), g)
+        F.silu(self.tg, inplace=True)
+        if self.sel is not None:
+            np.take(g, self.sel, out=self.gu2, mode="clip")
+        np.multiply(self.gate, self.up, out=self.h)
+        y = self.y
+        y.fill(0)
+        self.down.into(self.h, y)
+        if memo.on:
+            memo.put(key, y.copy())
+        x[self.outs] += y
+
+
+class _Proj:
+    """One sparse projection whose first ``n`` rows go through SiLU (q|k, or v|z) and whose other
+    rows (``tail``: b, a) do not. Identical SiLU rows are computed once and copied out (``smap``);
+    ``out`` holds the n values, zero-padded to a multiple of PAD (torch's vectorized path)."""
+
+    def __init__(self, silu_rows: np.ndarray, tail_rows: np.ndarray, dedup: bool) -> None:
+        self.n = n = len(silu_rows)
+        distinct, where = _unique_rows(silu_rows)
+        self.smap = None
+        rows = silu_rows
+        if dedup and _nnz(silu_rows) - _nnz(distinct) > DEDUP_MIN + n:  # worth one gather a step
+            self.smap = np.where(where < 0, len(distinct), where)  # all-zero rows: a zero pad row
+            rows = distinct
+        self.nsilu = _pad(len(rows) + (self.smap is not None))
+        pad = np.zeros((self.nsilu - len(rows), silu_rows.shape[1]), dtype=F32)
+        self.csr = SparseRows.of(np.concatenate([rows, pad, tail_rows]))
+        self.ub = np.zeros(self.csr.nrows, dtype=F32)
+        self.tub = torch.from_numpy(self.ub[: self.nsilu])
+        self.out = self.ub[: self.nsilu] if self.smap is None else np.zeros(_pad(n), dtype=F32)
+        self.tout = self.tub if self.smap is None else torch.from_numpy(self.out)
+        self.tail = self.ub[self.nsilu:]
+
+    def run(self, h: np.ndarray, act: bool = True) -> None:
+        """out := the SiLU rows of ``A h`` (through SiLU if ``act``), tail := the other rows."""
+        ub = self.ub
+        ub.fill(0)
+        self.csr.into(h, ub)
+        if act:
+            F.silu(self.tub, inplace=True)  # elementwise: the same values as on the copies
+        if self.smap is not None:
+            np.take(ub, self.smap, out=self.out[: self.n], mode="clip")
+
+
+class _QK:
+    """The part of a one-hot step that depends on the key/query inputs only: which state rows are
+    read (``rfr``, value heads ``rh``, query values ``rq``, out_proj on those heads ``rout``) and
+    which may be written (``wfr``, ``wh``, key values ``wkap``) if their beta is non-zero."""
+
+    __slots__ = ("uid", "rh", "rfr", "rq", "rout", "wh", "whl", "wfr", "wkap", "kunit")
+
+
+class _Plan:
+    """What one one-hot DeltaNet step does, as a function of its input (see DeltaBlock._plan)."""
+
+    __slots__ = ("wfr", "wkap", "wbeta", "wv", "unit", "rfr", "rq", "rz", "rout", "rkey")
+
+    def __init__(self) -> None:
+        self.wfr = self.rfr = None
+
+
+_GENERAL = object()  # plan memo value: this input takes the general path
+_UIDS = itertools.count(1)  # names for memo keys, never reused
 
 
 @dataclass
 class DeltaBlock:
     """The used heads of one ``Qwen3_5GatedDeltaNet`` (recurrent path, batch 1)."""
 
-    norm: Norm
-    proj: SparseRows  # rows: q(nk*dk) k(nk*dk) v(nv*dv) z(nv*dv) b(nv) a(nv) of the used heads
+    norm: Norm  # over every dim the block reads
+    qk: _Proj  # q (nk*dk) then k (nk*dk) rows of the used key heads, over norm.cols[qk_idx]
+    vz: _Proj  # v (nv*dv) then z (nv*dv) rows of the used value heads; tail b (nv) [a (nv)]
+    qk_idx: np.ndarray
+    vz_idx: np.ndarray
     nk: int
     nv: int
     dk: int
@@ -201,107 +407,290 @@ class DeltaBlock:
     qscale: np.float32
     outp: SparseRows
     outs: np.ndarray
-    conv_buf: np.ndarray = field(init=False)
-    conv_t: torch.Tensor = field(init=False)
-    z_buf: np.ndarray = field(init=False)
-    z_t: torch.Tensor = field(init=False)
-    b_np: np.ndarray = field(init=False)
-    b_full: torch.Tensor = field(init=False)
-    a_np: np.ndarray = field(init=False)
-    a_full: torch.Tensor = field(init=False)
-    decay_one: bool = field(init=False)
-    hrange: np.ndarray = field(init=False)
-    hist: np.ndarray = field(init=False)
-    state: np.ndarray = field(init=False)
+    shortcuts: bool = True  # False: the general path on every step
+    counts: dict = field(init=False)
 
     def __post_init__(self) -> None:
-        c = 2 * self.nk * self.dk + self.nv * self.dv
-        self.conv_buf = np.zeros(_pad(c), dtype=F32)
-        self.conv_t = torch.from_numpy(self.conv_buf)
-        self.z_buf = np.zeros(_pad(self.nv * self.dv), dtype=F32)
-        self.z_t = torch.from_numpy(self.z_buf)
+        nk, nv, dk, dv = self.nk, self.nv, self.dk, self.dv
+        self.c = 2 * nk * dk + nv * dv
+        self.q2 = self.qk.out[: nk * dk].reshape(nk, dk)
+        self.k2 = self.qk.out[nk * dk: 2 * nk * dk].reshape(nk, dk)
+        self.v2 = self.vz.out[: nv * dv].reshape(nv, dv)
+        self.z2 = self.vz.out[nv * dv: 2 * nv * dv].reshape(nv, dv)
+        self.b_sec = self.vz.tail[:nv]
+        self.a_sec = self.vz.tail[nv: 2 * nv]
         self.b_np = np.zeros(self.n_heads_stock, dtype=F32)
         self.b_full = torch.from_numpy(self.b_np)
+        self.beta_np = np.zeros(self.n_heads_stock, dtype=F32)
+        self.beta_t = torch.from_numpy(self.beta_np)
         self.a_np = np.zeros(self.n_heads_stock, dtype=F32)
         self.a_full = torch.from_numpy(self.a_np)
         self.decay_one = self.a_const is not None and bool((self.a_const == 1.0).all())
-        self.hrange = np.arange(self.nv)
+        self.hrange = np.arange(nv)
+        self.y = np.zeros(len(self.outs), dtype=F32)
+        self.dvf = F32(dv)
+        # the one-hot shortcut needs the current token only (identity taps) and a decay of exactly 1
+        self.onehot = self.shortcuts and self.taps is None and self.decay_one
+        key_bytes = 4 * len(self.norm.cols) + 300
+        self.plans = _Memo(key_bytes + 4 * 2 * nv * dv)  # (entry sizes bound each memo's memory)
+        self.qkplans = _Memo(key_bytes + 4 * 2 * nk * dk)
+        self.reads = _Memo(8 * nv + 4 * len(self.outs) + 300)
+        self.invmemo = _Memo(8 * nv + 300)
+        self.outsub: dict[bytes, SparseRows] = {}
+        self.zids: dict[bytes, int] = {}
+        self.counts = {"onehot": 0, "general": 0}
+        self.stamp = 1  # write stamps: never reused (read memo keys)
         self.reset()
 
-    def __getstate__(self) -> dict:  # torch views of numpy buffers do not survive pickling: rebuild
-        drop = ("conv_buf", "conv_t", "z_buf", "z_t", "b_np", "b_full", "a_np", "a_full", "hist", "state",
-                "hrange", "decay_one")
-        return {k: v for k, v in self.__dict__.items() if k not in drop}
-
-    def __setstate__(self, d: dict) -> None:
-        self.__dict__.update(d)
-        self.__post_init__()
-
     def reset(self) -> None:
-        c = 2 * self.nk * self.dk + self.nv * self.dv
         k = 1 if self.taps is None else self.taps.shape[1]
-        self.hist = np.zeros((max(k - 1, 0), c), dtype=F32)
+        self.hist = np.zeros((max(k - 1, 0), self.c), dtype=F32)
         self.state = np.zeros((self.nv, self.dk, self.dv), dtype=F32)
+        self.s2 = self.state.reshape(self.nv * self.dk, self.dv)
+        self.ver = np.zeros(self.nv * self.dk, dtype=np.int64)  # stamp 0: the zero row
+        self.broken = False  # a non-finite value reached the state: general path until reset
 
+    def clear_memos(self) -> None:
+        for memo in (self.plans, self.qkplans, self.reads, self.invmemo):
+            memo.clear()
+        self.outsub.clear()
+        self.zids.clear()
+
+    def __call__(self, x: np.ndarray) -> None:
+        norm = self.norm
+        ss = np.dot(x, x)
+        xc = x[norm.cols]
+        if not self.onehot or self.broken:
+            self._general(norm.scale(xc, norm.factor_of(ss)), x)
+            return
+        key = (ss, xc.tobytes())
+        plans = self.plans
+        plan = plans.d.get(key)
+        plans.looks += 1
+        if plan is None:
+            plan = self._plan(norm.scale(xc.copy(), norm.factor_of(ss)))
+            plans.put(key, plan)
+        else:
+            plans.hits += 1
+        if plan is _GENERAL or not self._apply(plan, x):
+            self._general(norm.scale(xc, norm.factor_of(ss)), x)
+
+    def _finite(self) -> bool:
+        """Every projected value (q, k, v, z after the conv and SiLU; b, a) is finite."""
+        qk, vz = self.qk.out, self.vz.out
+        return math.isfinite(float(np.dot(qk, qk)) + float(np.dot(vz, vz))
+                             + float(np.dot(self.vz.tail, self.vz.tail)))
+
+    def _beta(self) -> np.ndarray:
+        self.b_np[self.vheads] = self.b_sec
+        torch.sigmoid(self.b_full, out=self.beta_t)  # stock shape (nv heads): same code path
+        return self.beta_np[self.vheads]
+
+    # -- the one-hot shortcut ---------------------------------------------------------------------
+    def _qkplan(self, hq: np.ndarray):
+        """Keys and queries of a step (a function of their inputs only), or _GENERAL."""
+        qk, nk, dk = self.qk, self.nk, self.dk
+        qk.run(hq)
+        if not math.isfinite(float(np.dot(qk.ub, qk.ub))):
+            return _GENERAL
+        buf = qk.out[: 2 * nk * dk]
+        pos = (buf != 0).nonzero()[0]
+        hd, j = np.divmod(pos, dk)
+        heads = hd.tolist()
+        if len(set(heads)) != len(heads):  # a key or query row with two non-zero entries
+            return _GENERAL
+        nq = bisect_left(heads, nk)  # heads[:nq]: key heads with a non-zero query; then keys (+ nk)
+        # l2norm of a one-hot row: x * (1 / sqrt(fl(x * x) + fl32(1e-6))), the stock ops
+        val = buf[pos]
+        t = val * val
+        t += F32(1e-6)
+        np.sqrt(t, out=t)
+        val = val * (ONE / t)
+        qval, kval = (val[:nq] / self.qscale)[:, None], val[nq:][:, None]
+        qp = _QK()
+        qp.uid = next(_UIDS)
+        if self.kmap is None:  # value head i uses key head i: flat state row = position in q or k
+            qp.rh, qp.rfr, qp.rq = hd[:nq], pos[:nq], qval
+            qp.wh, qp.wfr, qp.wkap = hd[nq:] - nk, pos[nq:] - nk * dk, kval
+        else:
+            at = np.full(nk, -1, dtype=np.intp)
+            at[hd[nq:] - nk] = np.arange(len(heads) - nq)
+            wi = at[self.kmap]
+            qp.wh = np.nonzero(wi >= 0)[0]
+            wi = wi[qp.wh]
+            qp.wfr, qp.wkap = qp.wh * dk + j[nq:][wi], kval[wi]
+            at[:] = -1
+            at[hd[:nq]] = np.arange(nq)
+            ri = at[self.kmap]
+            qp.rh = np.nonzero(ri >= 0)[0]
+            ri = ri[qp.rh]
+            qp.rfr, qp.rq = qp.rh * dk + j[:nq][ri], qval[ri]
+        qp.whl = qp.wh.tolist()
+        qp.kunit = bool((qp.wkap == 1).all())
+        qp.rout = None
+        if len(qp.rh):
+            hkey = qp.rh.tobytes()
+            qp.rout = self.outsub.get(hkey)
+            if qp.rout is None:  # out_proj on the columns of the heads read (the others add zeros)
+                if len(self.outsub) >= 4096:
+                    self.outsub.clear()
+                cols = (qp.rh[:, None] * self.dv + np.arange(self.dv)).ravel()
+                qp.rout = self.outsub[hkey] = self.outp.columns(cols)
+        return qp
+
+    def _plan(self, h: np.ndarray):
+        """Project ``h`` and read off which state rows the step writes and reads, or _GENERAL."""
+        hq = h[self.qk_idx]
+        qkey = hq.tobytes()
+        qp = self.qkplans.get(qkey)
+        if qp is None:
+            qp = self._qkplan(hq)
+            self.qkplans.put(qkey, qp)
+        if qp is _GENERAL:
+            return _GENERAL
+        vz = self.vz
+        vz.run(h[self.vz_idx])
+        if not math.isfinite(float(np.dot(vz.ub, vz.ub))):
+            return _GENERAL
+        plan = _Plan()
+        if qp.whl:
+            beta = self._beta()
+            bl = beta.tolist()
+            wi = [i for i, v in enumerate(qp.whl) if bl[v] != 0]  # beta == 0: S + k * 0 == S
+            if wi:
+                if len(wi) == len(qp.whl):
+                    wh, plan.wfr, plan.wkap = qp.wh, qp.wfr, qp.wkap
+                else:
+                    sel = np.array(wi, dtype=np.intp)
+                    wh, plan.wfr, plan.wkap = qp.wh[sel], qp.wfr[sel], qp.wkap[sel]
+                plan.wbeta = beta[wh][:, None]
+                plan.wv = self.v2[wh]
+                plan.unit = qp.kunit and all(bl[qp.whl[i]] == 1 for i in wi)
+        if qp.rout is not None:
+            plan.rfr, plan.rq, plan.rz, plan.rout = qp.rfr, qp.rq, self.z2[qp.rh], qp.rout
+            # what a read computes depends on the rows read, rq and rz only: name (rfr, rq) by the
+            # key/query part and rz by its bytes, so plans that differ in what they write share reads
+            zkey = plan.rz.tobytes()
+            zid = self.zids.get(zkey)
+            if zid is None:
+                if len(self.zids) >= MEMO_MAX:
+                    self.zids.clear()
+                zid = self.zids[zkey] = next(_UIDS)
+            plan.rkey = (qp.uid, zid)
+        return plan
+
+    def _apply(self, plan: _Plan, x: np.ndarray) -> bool:
+        """Run a plan on the state; False (state untouched) if a written row would be non-finite."""
+        s2 = self.s2
+        if plan.wfr is not None:
+            rows = s2[plan.wfr]
+            if plan.unit:  # k = 1, beta = 1: S + 1 * ((v - S * 1) * 1), the products are exact
+                d = plan.wv - rows
+            else:
+                d = rows * plan.wkap  # kv_mem = S^T k: one product
+                np.subtract(plan.wv, d, out=d)  # delta = (v - kv_mem) * beta
+                d *= plan.wbeta
+                d *= plan.wkap  # S + k delta^T on row j
+            d += rows
+            if not np.isfinite(d).all():
+                self.broken = True
+                return False
+            changed = (d.view(np.int32) != rows.view(np.int32)).any(axis=1)
+            s2[plan.wfr] = d
+            self.ver[plan.wfr[changed]] = self.stamp  # a row rewritten with the same bits keeps its stamp
+            self.stamp += 1
+        self.counts["onehot"] += 1
+        if plan.rfr is None:  # every query zero: the output is exact zeros
+            return True
+        reads = self.reads
+        rkey = (plan.rkey, self.ver[plan.rfr].tobytes())
+        y = reads.get(rkey)
+        if y is not None:
+            x[self.outs] += y
+            return True
+        o = s2[plan.rfr]
+        o *= plan.rq  # S^T q: one product
+        var = np.einsum("ij,ij->i", o, o)  # gated RMSNorm: o * rsqrt(mean(o^2) + eps) * w * silu(z)
+        vkey = var.tobytes()
+        inv = self.invmemo.get(vkey)
+        if inv is None:
+            var /= self.dvf
+            var += self.norm_eps
+            np.sqrt(var, out=var)
+            inv = (ONE / var)[:, None]
+            self.invmemo.put(vkey, inv)
+        o *= inv
+        o *= self.norm_w
+        o *= plan.rz
+        y = self.y
+        y.fill(0)
+        plan.rout.into(o.reshape(-1), y)
+        reads.put(rkey, y.copy())
+        x[self.outs] += y
+        return True
+
+    # -- the general path -------------------------------------------------------------------------
     @staticmethod
     def _l2norm(x: np.ndarray) -> np.ndarray:
         """Stock ``l2norm`` (torch ops, stock order) for rows that are not one-hot."""
         t = torch.from_numpy(np.ascontiguousarray(x))
         return (t * torch.rsqrt((t * t).sum(dim=-1, keepdim=True) + 1e-6)).numpy()
 
-    def __call__(self, x: np.ndarray) -> None:
-        nk, nv, dk, dv = self.nk, self.nv, self.dk, self.dv
-        p = self.proj.mv(self.norm(x))
-        c = 2 * nk * dk + nv * dv
-        qkv = p[:c]
+    def _general(self, h: np.ndarray, x: np.ndarray) -> None:
+        self.counts["general"] += 1
+        hq, hv = h[self.qk_idx], h[self.vz_idx]
         if self.taps is None:
-            self.conv_buf[:c] = qkv
-        else:  # stock: conv1d over [history, current] with the depthwise taps
+            self.qk.run(hq)
+            self.vz.run(hv)
+        else:  # stock: conv1d over [history, current] with the depthwise taps, then SiLU
+            self.qk.run(hq, act=False)
+            self.vz.run(hv, act=False)
+            nqk, c = 2 * self.nk * self.dk, self.c
+            qkv = np.concatenate([self.qk.out[:nqk], self.vz.out[: c - nqk]])
             acc = self.taps[:, 0] * (self.hist[0] if len(self.hist) else qkv)
-            for j in range(1, self.taps.shape[1]):
-                acc += self.taps[:, j] * (self.hist[j] if j < len(self.hist) else qkv)
+            for i in range(1, self.taps.shape[1]):
+                acc += self.taps[:, i] * (self.hist[i] if i < len(self.hist) else qkv)
             if len(self.hist):
                 self.hist[:-1] = self.hist[1:]
                 self.hist[-1] = qkv
-            self.conv_buf[:c] = acc
-        _silu_(self.conv_buf, self.conv_t)
-        act = self.conv_buf
-        q = act[: nk * dk].reshape(nk, dk)
-        k = act[nk * dk: 2 * nk * dk].reshape(nk, dk)
-        v = act[2 * nk * dk: c].reshape(nv, dv)
-        z = p[c: c + nv * dv]
-        b = p[c + nv * dv: c + nv * dv + nv]
-        self.b_np[self.vheads] = b
-        beta = torch.sigmoid(self.b_full).numpy()[self.vheads]  # stock shape (nv heads): same code path
+            self.qk.out[:nqk] = acc[:nqk]
+            self.vz.out[: c - nqk] = acc[nqk:]
+            F.silu(self.qk.tout, inplace=True)
+            F.silu(self.vz.tout, inplace=True)
+        beta = self._beta()
+        q, k, v = self.q2.copy(), self.k2.copy(), self.v2.copy()
         if self.a_const is not None:
             decay = self.a_const
         else:
-            self.a_np[self.vheads] = p[c + nv * dv + nv: c + nv * dv + 2 * nv]
+            self.a_np[self.vheads] = self.a_sec
             g = -self.a_log.exp() * F.softplus(self.a_full + self.dt_bias)
             decay = g.exp().numpy()[self.vheads]
         s = self.state
-        if not self.decay_one or self.a_const is None:
+        if not self.decay_one:
             s *= decay[:, None, None]
-        single = np.count_nonzero(q, axis=1).max() <= 1 and np.count_nonzero(k, axis=1).max() <= 1
+        single = (not self.broken and self._finite()
+                  and np.count_nonzero(q, axis=1).max() <= 1 and np.count_nonzero(k, axis=1).max() <= 1)
         if single:
-            # One-hot rows: every stock reduction over dk (l2norm's sum of squares, S^T k, S^T q) is one
-            # product plus exact zeros, so it equals that product; only row j of each head's state is
-            # read or written (the other rows get S + 0 * delta == S). Same scalar ops, same order.
-            kr = np.arange(nk)
+            # One-hot rows: every stock reduction over dk is one product plus exact zeros, so only
+            # row j of each head's state is read or written (the other rows get S + 0 * delta == S).
+            kr = np.arange(self.nk)
             jk = np.argmax(k != 0, axis=1)
             kap = k[kr, jk]
-            kap = kap * (F32(1.0) / np.sqrt(kap * kap + F32(1e-6)))
+            kap = kap * (ONE / np.sqrt(kap * kap + F32(1e-6)))
             jq = np.argmax(q != 0, axis=1)
             qv = q[kr, jq]
-            qv = qv * (F32(1.0) / np.sqrt(qv * qv + F32(1e-6)))
+            qv = qv * (ONE / np.sqrt(qv * qv + F32(1e-6)))
             qv = qv / self.qscale
             if self.kmap is not None:
                 kap, jk, qv, jq = kap[self.kmap], jk[self.kmap], qv[self.kmap], jq[self.kmap]
             hr = self.hrange
             rows = s[hr, jk]
             delta = (v - rows * kap[:, None]) * beta[:, None]
-            s[hr, jk] = rows + kap[:, None] * delta
+            new = rows + kap[:, None] * delta
+            s[hr, jk] = new
             o = qv[:, None] * s[hr, jq]
+            if not np.isfinite(new).all():  # later 0 * inf terms: only the stock expressions have them
+                self.broken = True
         else:  # the stock expressions (torch reductions in the stock order)
             q, k = self._l2norm(q), self._l2norm(k)
             q = q / self.qscale
@@ -313,16 +702,21 @@ class DeltaBlock:
             st = st + kt.unsqueeze(-1) * delta_t.unsqueeze(-2)
             s[...] = st.numpy()
             o = (st * qt.unsqueeze(-1)).sum(dim=-2).numpy()
-        var = (o * o).sum(axis=1, keepdims=True) / F32(dv)
-        o = o * (F32(1.0) / np.sqrt(var + self.norm_eps))
+            if not self.broken and not np.isfinite(s).all():
+                self.broken = True
+        self.ver[:] = self.stamp  # any row may have changed
+        self.stamp += 1
+        var = (o * o).sum(axis=1, keepdims=True) / self.dvf
+        o = o * (ONE / np.sqrt(var + self.norm_eps))
         o = self.norm_w * o
-        self.z_buf[: nv * dv] = z
-        _silu_(self.z_buf, self.z_t)
-        o = o * self.z_buf[: nv * dv].reshape(nv, dv)
-        x[self.outs] += self.outp.mv(o.reshape(-1))
+        o = o * self.z2
+        y = self.y
+        y.fill(0)
+        self.outp.into(np.ascontiguousarray(o.reshape(-1)), y)
+        x[self.outs] += y
 
 
-def _mlp_block(layer: torch.nn.Module, hidden: int) -> MlpBlock | None:
+def _mlp_block(layer: torch.nn.Module, hidden: int, shortcuts: bool = True) -> MlpBlock | None:
     mlp = layer.mlp
     gate, up, down = (m.weight.detach().float() for m in (mlp.gate_proj, mlp.up_proj, mlp.down_proj))
     used = torch.nonzero(gate.ne(0).any(1) & up.ne(0).any(1) & down.ne(0).any(0)).flatten()
@@ -331,12 +725,26 @@ def _mlp_block(layer: torch.nn.Module, hidden: int) -> MlpBlock | None:
     g, u, d = gate[used].numpy(), up[used].numpy(), down[:, used].numpy()
     cols = _nonzero_cols(g, u)
     outs = np.nonzero((d != 0).any(1))[0]
-    gu = SparseRows.of(np.concatenate([g[:, cols], u[:, cols]]))
-    return MlpBlock(Norm.of(layer.post_attention_layernorm, cols, hidden), gu, len(used),
-                    SparseRows.of(d[outs]), outs)
+    n = len(used)
+    g, u = g[:, cols], u[:, cols]
+    gd, gi = _unique_rows(g)
+    ud, ui = _unique_rows(u)
+    sel = None
+    if shortcuts and _nnz(g) + _nnz(u) - _nnz(gd) - _nnz(ud) > DEDUP_MIN + n:  # worth a gather per token
+        zero_g, zero_u = len(gd), _pad(len(gd) + 1) + len(ud)  # rows that stay 0 (all-zero rows)
+        sel = np.concatenate([np.where(gi < 0, zero_g, gi), np.where(ui < 0, zero_u, _pad(len(gd) + 1) + ui)])
+        g = np.concatenate([gd, np.zeros((_pad(len(gd) + 1) - len(gd), len(cols)), dtype=F32)])
+        u = np.concatenate([ud, np.zeros((1, len(cols)), dtype=F32)])
+        ng = len(gd) + 1
+    else:
+        g = np.concatenate([g, np.zeros((_pad(n) - n, len(cols)), dtype=F32)])
+        ng = n
+    norm = Norm.of(layer.post_attention_layernorm, cols, hidden)
+    return MlpBlock(norm, SparseRows.of(np.concatenate([g, u])), n, ng, sel, SparseRows.of(d[outs]), outs,
+                    shortcuts)
 
 
-def _delta_block(layer: torch.nn.Module, hidden: int) -> DeltaBlock | None:
+def _delta_block(layer: torch.nn.Module, hidden: int, shortcuts: bool = True) -> DeltaBlock | None:
     la = layer.linear_attn
     if la.conv1d.bias is not None:
         raise UnsupportedModel(f"layer {la.layer_idx}: conv1d bias")
@@ -356,9 +764,13 @@ def _delta_block(layer: torch.nn.Module, hidden: int) -> DeltaBlock | None:
     b_w, a_w = _np(la.in_proj_b.weight), _np(la.in_proj_a.weight)
     a_rows = a_w[vheads]
     a_zero = not a_rows.any()
-    rows = [qkv_w[channels], z_w[vch], b_w[vheads]] + ([] if a_zero else [a_rows])
-    stacked = np.concatenate(rows)
-    cols = _nonzero_cols(stacked)
+    qk_rows = qkv_w[channels[: 2 * len(qch)]]
+    vz_rows = np.concatenate([qkv_w[2 * kd + vch], z_w[vch]])
+    tail = np.concatenate([b_w[vheads]] + ([] if a_zero else [a_rows]))
+    cols = _nonzero_cols(qk_rows, vz_rows, tail)
+    qk_rows, vz_rows, tail = qk_rows[:, cols], vz_rows[:, cols], tail[:, cols]
+    qk_idx = _nonzero_cols(qk_rows)
+    vz_idx = _nonzero_cols(vz_rows, tail)
     taps = _np(la.conv1d.weight.squeeze(1))[channels]
     ident = np.zeros(taps.shape[1], dtype=F32)
     ident[-1] = 1
@@ -373,12 +785,86 @@ def _delta_block(layer: torch.nn.Module, hidden: int) -> DeltaBlock | None:
     outs = np.nonzero((outv != 0).any(1))[0]
     qscale = F32(torch.tensor([dk ** 0.5], dtype=torch.float32).item())
     return DeltaBlock(
-        norm=Norm.of(layer.input_layernorm, cols, hidden), proj=SparseRows.of(stacked[:, cols]),
+        norm=Norm.of(layer.input_layernorm, cols, hidden),
+        qk=_Proj(qk_rows[:, qk_idx], np.zeros((0, len(qk_idx)), dtype=F32), shortcuts),
+        vz=_Proj(vz_rows[:, vz_idx], tail[:, vz_idx], shortcuts), qk_idx=qk_idx, vz_idx=vz_idx,
         nk=len(kheads), nv=len(vheads), dk=dk, dv=dv, vheads=vheads,
         kmap=None if (kmap == np.arange(len(vheads))).all() else kmap, taps=taps_or_none,
         n_heads_stock=nvs, a_const=a_const, a_log=a_log, dt_bias=dt_bias,
         norm_w=_np(la.norm.weight), norm_eps=F32(la.norm.variance_epsilon), qscale=qscale,
-        outp=SparseRows.of(outv[outs]), outs=outs)
+        outp=SparseRows.of(outv[outs]), outs=outs, shortcuts=shortcuts)
+
+
+class Head:
+    """The final norm and the ``lm_head`` argmax (see "Sign-code head" in the module doc)."""
+
+    def __init__(self, final: Norm, w: np.ndarray, shortcuts: bool = True) -> None:
+        self.final = final
+        self.shortcuts = shortcuts
+        self.w = w  # (vocab, used columns)
+        self.cache: dict[bytes, int] = {}
+        self.counts = {"table": 0, "product": 0}
+        self.table = None
+        nc = w.shape[1]
+        if shortcuts and 0 < nc <= 20 and w.shape[0] > 0:  # a table of 2^nc rows
+            mag = np.abs(w[0])
+            if mag.all() and (np.abs(w) == mag).all():
+                codes = ((w > 0).astype(np.int64) << np.arange(nc)).sum(1)
+                table = np.full(1 << nc, -1, dtype=np.int64)
+                table[codes] = np.arange(w.shape[0])
+                if (table >= 0).sum() == w.shape[0]:  # distinct patterns
+                    self.table = table
+                    self.mag = mag
+                    self.mag64 = mag.astype(np.float64)
+
+    def clear_memos(self) -> None:
+        self.cache.clear()
+
+    def argmax(self, x: np.ndarray) -> int:
+        h = self.final(x)
+        key = h.tobytes()
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self._table(h) if self.table is not None else None
+            if hit is None:
+                self.counts["product"] += 1
+                hit = int(np.argmax(self.w @ h)) if h.size else 0
+            else:
+                self.counts["table"] += 1
+            if len(self.cache) >= HEAD_CACHE_MAX:
+                self.cache.clear()
+            if self.shortcuts:
+                self.cache[key] = hit
+        return hit
+
+    def _table(self, h: np.ndarray) -> int | None:
+        a = self.mag * h  # fl(w_c h_c); the logit of a row is sum_c s_c a_c (rounding is odd)
+        if not np.isfinite(a).all() or not (a.astype(np.float64) == self.mag64 * h).all():
+            return None  # a product that rounds: the order of the stock sum could matter
+        code, free, terms = 0, [], []
+        for c, v in enumerate(a.tolist()):
+            if v == 0:
+                free.append(1 << c)
+                continue
+            if v > 0:
+                code |= 1 << c
+            m, e = math.frexp(abs(v))
+            mi = int(m * (1 << 24))  # |v| = mi * 2^(e - 24) exactly (a float32)
+            tz = (mi & -mi).bit_length() - 1
+            terms.append((mi >> tz, e - 24 + tz))  # odd * 2^exp
+        if terms:
+            low = min(e for _, e in terms)
+            total = sum(odd << (e - low) for odd, e in terms)  # sum |a_c| in units of 2^low
+            if total > (1 << 24) or low < -149 or low + 24 > 127:
+                return None  # some partial sum of +-a_c could round
+        if len(free) > HEAD_FREE_MAX:
+            return None
+        cands = np.array([code], dtype=np.int64)  # every row reaching the maximum sum |a_c|
+        for f in free:
+            cands = np.concatenate([cands, cands | f])
+        rows = self.table[cands]
+        rows = rows[rows >= 0]
+        return int(rows.min()) if len(rows) else None
 
 
 class FastModel:
@@ -388,24 +874,27 @@ class FastModel:
     until :meth:`reset`."""
 
     def __init__(self, blocks: list[tuple[DeltaBlock | None, MlpBlock | None]], base: np.ndarray,
-                 embed: np.ndarray, embed_cols: np.ndarray, final: Norm, head: np.ndarray, hidden: int,
-                 final_w1_full: np.ndarray) -> None:
+                 embed: np.ndarray, embed_cols: np.ndarray, head: Head, hidden: int,
+                 final_full: Norm) -> None:
         self.blocks = blocks
         self.base = base
         self.embed = embed
         self.embed_cols = embed_cols
-        self.final = final
         self.head = head
         self.hidden = hidden
-        self.vocab_size = head.shape[0]
-        self._head_cache: dict[bytes, int] = {}
-        self.final_full = Norm(np.arange(hidden), final_w1_full, final.eps, final.n)
+        self.vocab_size = head.w.shape[0]
+        self.final_full = final_full
+        self.mixers = [d for d, _ in blocks if d is not None]
+        self.mlps = [m for _, m in blocks if m is not None]
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
     @torch.no_grad()
-    def from_model(cls, model: torch.nn.Module) -> FastModel:
-        """Gather the non-zero parts of ``model`` (a stock ``Qwen3_5ForCausalLM``, float32)."""
+    def from_model(cls, model: torch.nn.Module, shortcuts: bool = True) -> FastModel:
+        """Gather the non-zero parts of ``model`` (a stock ``Qwen3_5ForCausalLM``, float32).
+
+        ``shortcuts=False`` turns off every guarded shortcut and memo (the general paths only; for
+        tests and comparisons: the tokens are the same either way)."""
         if next(model.parameters()).dtype != torch.float32:
             raise UnsupportedModel("the fast runtime runs float32 models")
         tm = model.model
@@ -414,7 +903,7 @@ class FastModel:
         for i, layer in enumerate(tm.layers):
             mixer: DeltaBlock | None = None
             if layer.block_type == "linear_attention":
-                mixer = _delta_block(layer, hidden)
+                mixer = _delta_block(layer, hidden, shortcuts)
             else:
                 att = layer.self_attn
                 bias = att.o_proj.bias
@@ -423,7 +912,7 @@ class FastModel:
             if any(getattr(m, "bias", None) is not None for m in (layer.mlp.gate_proj, layer.mlp.up_proj,
                                                                  layer.mlp.down_proj)):
                 raise UnsupportedModel(f"layer {i}: MLP biases")
-            blocks.append((mixer, _mlp_block(layer, hidden)))
+            blocks.append((mixer, _mlp_block(layer, hidden, shortcuts)))
         emb = tm.embed_tokens.weight.detach().float()
         # columns equal in every row (the residual base: fillers, one_dim, idle signals) are one vector
         ecols = torch.nonzero((emb != emb[:1]).any(0)).flatten().numpy()
@@ -434,8 +923,9 @@ class FastModel:
         if getattr(model.lm_head, "bias", None) is not None:
             raise UnsupportedModel("lm_head bias")
         full = Norm.of(tm.norm, np.arange(hidden), hidden)
-        return cls(blocks, base, np.ascontiguousarray(emb[:, ecols]), ecols, Norm.of(tm.norm, hcols, hidden),
-                   np.ascontiguousarray(head[:, hcols]), hidden, full.w1)
+        return cls(blocks, base, np.ascontiguousarray(emb[:, ecols]), ecols,
+                   Head(Norm.of(tm.norm, hcols, hidden), np.ascontiguousarray(head[:, hcols]), shortcuts),
+                   hidden, full)
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> FastModel:
@@ -447,37 +937,42 @@ class FastModel:
 
     # -- running ------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Forget all tokens (conv history and DeltaNet states back to zero)."""
-        for mixer, _ in self.blocks:
-            if mixer is not None:
-                mixer.reset()
+        """Forget all tokens (conv history and DeltaNet states back to zero). Memos stay valid."""
+        for mixer in self.mixers:
+            mixer.reset()
+
+    def clear_memos(self) -> None:
+        """Forget every memo (for timing a cold run; results never depend on them)."""
+        for mixer in self.mixers:
+            mixer.clear_memos()
+        for mlp in self.mlps:
+            mlp.memo.clear()
+        self.head.clear_memos()
 
     def _layers(self, token: int, record: list[np.ndarray] | None = None) -> np.ndarray:
         x = self.base.copy()
         x[self.embed_cols] = self.embed[token]
+        if record is None:
+            for mixer, mlp in self.blocks:
+                if mixer is not None:
+                    mixer(x)
+                if mlp is not None:
+                    mlp(x)
+            return x
         for mixer, mlp in self.blocks:
             if mixer is not None:
                 mixer(x)
             if mlp is not None:
                 mlp(x)
-            if record is not None:
-                record.append(x.copy())
+            record.append(x.copy())
         return x
 
     def _argmax(self, x: np.ndarray) -> int:
-        h = self.final(x)
-        key = h.tobytes()
-        hit = self._head_cache.get(key)
-        if hit is None:
-            hit = int(np.argmax(self.head @ h)) if h.size else 0
-            if len(self._head_cache) >= HEAD_CACHE_MAX:
-                self._head_cache.clear()
-            self._head_cache[key] = hit
-        return hit
+        return self.head.argmax(x)
 
     def step(self, token: int) -> int:
         """Feed one token; the stock greedy next token."""
-        return self._argmax(self._layers(int(token)))
+        return self.head.argmax(self._layers(int(token)))
 
     def prefill(self, token_ids: Iterable[int]) -> int:
         """Feed a prompt (state continues from previous calls); the greedy token after it."""
@@ -486,7 +981,7 @@ class FastModel:
             x = self._layers(int(t))
         if x is None:
             raise ValueError("empty prompt")
-        return self._argmax(x)
+        return self.head.argmax(x)
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
                  stop: int | Iterable[int] | None = None) -> list[int]:
@@ -496,11 +991,18 @@ class FastModel:
         self.reset()
         if max_new_tokens <= 0:
             return []
-        nxt = self.prefill(prompt_ids)
-        out = [nxt]
-        while nxt not in stops and len(out) < max_new_tokens:
-            nxt = self.step(nxt)
-            out.append(nxt)
+        gc_was_on = gc.isenabled()
+        gc.disable()  # no reference cycles are made here; a cyclic GC pass over a loaded stock model
+        try:  # (~10^5 objects) would cost more than the tokens between passes
+            nxt = self.prefill(prompt_ids)
+            out = [nxt]
+            layers, argmax = self._layers, self.head.argmax
+            while nxt not in stops and len(out) < max_new_tokens:
+                nxt = argmax(layers(nxt))
+                out.append(nxt)
+        finally:
+            if gc_was_on:
+                gc.enable()
         return out
 
     def layer_states(self, token_ids: Sequence[int]) -> list[list[np.ndarray]]:
@@ -515,13 +1017,20 @@ class FastModel:
         return res
 
     def stats(self) -> dict[str, int]:
-        """What survived the gathering (for reports)."""
-        mlp_neurons = sum(m.n for _, m in self.blocks if m is not None)
-        heads = sum(d.nv for d, _ in self.blocks if d is not None)
-        nnz = sum(len(m.gu.vals) + len(m.down.vals) for _, m in self.blocks if m is not None)
+        """What survived the gathering, and which paths ran so far (for reports and tests)."""
+        mlp_neurons = sum(m.n for m in self.mlps)
+        heads = sum(d.nv for d in self.mixers)
+        nnz = sum(len(m.gu.vals) + len(m.down.vals) for m in self.mlps)
         return {"layers": len(self.blocks), "mlp_neurons": mlp_neurons, "deltanet_heads": heads,
                 "mlp_nonzeros": nnz,
-                "head_cols": int(self.head.shape[1]), "embed_cols": int(len(self.embed_cols))}
+                "head_cols": int(self.head.w.shape[1]), "embed_cols": int(len(self.embed_cols)),
+                "deltanet_onehot_steps": sum(d.counts["onehot"] for d in self.mixers),
+                "deltanet_general_steps": sum(d.counts["general"] for d in self.mixers),
+                "deltanet_plan_hits": sum(d.plans.hits for d in self.mixers),
+                "deltanet_read_hits": sum(d.reads.hits for d in self.mixers),
+                "mlp_memo_hits": sum(m.memo.hits for m in self.mlps),
+                "mlp_memo_lookups": sum(m.memo.looks for m in self.mlps),
+                "head_table": self.head.counts["table"], "head_product": self.head.counts["product"]}
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

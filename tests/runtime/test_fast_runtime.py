@@ -2,7 +2,10 @@
 
 Token equality over whole greedy runs, bit equality of the residual after every decoder layer (and
 of the final norm) on short prefixes, the float facts the re-implementation relies on, the machine
-slice's vadd launch, and a negative control (a damaged weight changes the fast runtime too).
+slice's launches (vadd, intops, bitops), and negative controls (a damaged weight changes the fast
+runtime too). Every guarded shortcut is shown to run (``FastModel.stats``), and where its guard
+trips (two-hot keys, a head that is not a sign code, inexact head sums) the general path gives the
+stock tokens too; ``shortcuts=False`` (general paths only) gives the same tokens everywhere.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from qwengpu.compiler import Circuit, build_model
 from qwengpu.runtime import FastModel, run_trace_fast
@@ -42,6 +46,18 @@ def walker_model():
     return build_model(c.compile(small_config(256, 1024)))
 
 
+def wide_walker_model():
+    """The walker with 40-bit rows (x five times): two value heads share one key head (16 value
+    heads over 8 key heads), so the runtime maps value heads to key heads. Emits (x + 2r + 1)."""
+    c = Circuit("wide_walker")
+    x = c.input("x", 8)
+    m = c.memory("m", rows=16, width=40)
+    m.write(x[:4], c.concat(x, x, x, x, x))
+    r = m.read(x[4:])
+    c.output("y", x + r[:8] + r[32:] + 1)
+    return build_model(c.compile(small_config(256, 1024, linear_num_value_heads=16)))
+
+
 def alu_model():
     """A 4-bit ALU (add, sub, xor, shift) with flags and a register file row feeding back."""
     c = Circuit("alu4")
@@ -65,14 +81,39 @@ def alu():
     return alu_model()
 
 
-def walker_ref(start: int, n: int) -> list[int]:
+def walker_ref(start: int, n: int, times: int = 1) -> list[int]:
     mem: dict[int, int] = {}
     v, out = start, []
     for _ in range(n):
         mem[v & 15] = v
-        v = (v + mem.get(v >> 4, 0) + 1) & 255
+        v = (v + times * mem.get(v >> 4, 0) + 1) & 255
         out.append(v)
     return out
+
+
+def stock_generate(model, start: int, n: int) -> list[int]:
+    with torch.no_grad():
+        return model.generate(torch.tensor([[start]]), max_new_tokens=n, do_sample=False)[0].tolist()[1:]
+
+
+def two_hot_walker():
+    """The walker with one extra key unit: a copy of the key row of one address, its bias lowered
+    by 128 - 2^-10. For that address the key is two-hot (128 and SiLU(2^-10)) -- the one-hot guard
+    must trip -- while the extra entry is far too small to change a read, so the tokens stay the
+    walker's; every other address keeps a one-hot key (the extra unit's SiLU is exactly -0)."""
+    model = walker_model()
+    la = next(layer.linear_attn for layer in model.model.layers
+              if layer.block_type == "linear_attention" and layer.linear_attn.out_proj.weight.any())
+    w = la.in_proj_qkv.weight
+    kd, dk = la.num_k_heads * la.head_k_dim, la.head_k_dim
+    used = (w[kd: 2 * kd] != 0).any(1).nonzero().flatten().tolist()
+    j0 = used[3]
+    j1 = next(j for j in range(j0 // dk * dk, (j0 // dk + 1) * dk) if j not in used)
+    with torch.no_grad():
+        row = w[kd + j0].clone()
+        row[int(row.argmin())] -= 128 - 2.0**-10  # the bias weight (through the constant +1 dim)
+        w[kd + j1] = row
+    return model, j0 % dk
 
 
 def stock_layer_states(model, ids: list[int]) -> list[list[torch.Tensor]]:
@@ -148,10 +189,67 @@ def test_query_scale_matches_torch_python_scalar_division():
 def test_walker_generate_equals_stock_and_reference(walker):
     fast = FastModel.from_model(walker)
     got = fast.generate([201], 300)
+    assert got == stock_generate(walker, 201, 300) == walker_ref(201, 300)
+    st = fast.stats()
+    assert st["deltanet_onehot_steps"] == 300 and st["deltanet_general_steps"] == 0
+    assert st["head_table"] > 0 and st["head_product"] == 0
+    assert st["deltanet_plan_hits"] > 0 and st["deltanet_read_hits"] > 0 and st["mlp_memo_hits"] > 0
+    assert fast.generate([201], 300) == got  # generate starts from a fresh state (memos stay valid)
+    general = FastModel.from_model(walker, shortcuts=False)
+    assert general.generate([201], 300) == got
+    st = general.stats()
+    assert st["deltanet_general_steps"] == 300 and st["deltanet_onehot_steps"] == 0
+    assert st["head_table"] == 0 and st["mlp_memo_hits"] == 0
+
+
+def test_grouped_value_heads_equal_stock_and_reference():
+    """Two value heads per key head (the runtime's value head -> key head map)."""
+    model = wide_walker_model()
+    fast = FastModel.from_model(model)
+    assert any(d.kmap is not None for d in fast.mixers)
+    got = fast.generate([201], 200)
+    assert got == stock_generate(model, 201, 200) == walker_ref(201, 200, times=2)
+    assert fast.stats()["deltanet_onehot_steps"] == 200
+    assert FastModel.from_model(model, shortcuts=False).generate([201], 200) == got
+    ids = [201] + walker_ref(201, 15, times=2)
+    fast.reset()
+    assert_bits_equal(stock_layer_states(model, ids), fast.layer_states(ids))
+
+
+def test_two_hot_keys_take_the_general_path():
+    """The one-hot guard trips on the tokens with a two-hot key (and only there); those steps run
+    the stock expressions, the others the shortcut, on one shared state: still the stock tokens,
+    and bit-identical residuals after every layer."""
+    model, addr = two_hot_walker()
+    fast = FastModel.from_model(model)
+    got = fast.generate([201], 300)
+    assert got == stock_generate(model, 201, 300) == walker_ref(201, 300)
+    st = fast.stats()
+    hits = sum(1 for v in [201] + got[:-1] if v & 15 == addr)
+    assert st["deltanet_general_steps"] == hits > 0
+    assert st["deltanet_onehot_steps"] == 300 - hits
+    ids = [201, addr, 16 + addr, 7, 16 * addr + 5, addr, 99, 32 + addr, 250, addr]
+    fast.reset()
+    assert_bits_equal(stock_layer_states(model, ids), fast.layer_states(ids))
+
+
+def test_conv_taps_take_the_general_path():
+    """A conv tap on the previous token (2^-40: every key picks up a tiny entry from the last
+    token, too small to change a read): the one-hot shortcut is refused at build time and the
+    general path runs the stock conv; the stock tokens and residuals come out."""
+    model = walker_model()
+    la = next(layer.linear_attn for layer in model.model.layers
+              if layer.block_type == "linear_attention" and layer.linear_attn.out_proj.weight.any())
     with torch.no_grad():
-        stock = walker.generate(torch.tensor([[201]]), max_new_tokens=300, do_sample=False)[0].tolist()
-    assert got == stock[1:] == walker_ref(201, 300)
-    assert fast.generate([201], 300) == got  # generate starts from a fresh state
+        la.conv1d.weight[:, 0, -2] = 2.0**-40
+    fast = FastModel.from_model(model)
+    assert any(d.taps is not None for d in fast.mixers)
+    got = fast.generate([201], 200)
+    assert got == stock_generate(model, 201, 200) == walker_ref(201, 200)
+    assert fast.stats()["deltanet_general_steps"] == 200
+    ids = [201] + walker_ref(201, 12)
+    fast.reset()
+    assert_bits_equal(stock_layer_states(model, ids), fast.layer_states(ids))
 
 
 def test_walker_hidden_states_bit_identical(walker):
@@ -189,8 +287,8 @@ def test_alu_steps_equal_stock_teacher_forced(alu):
 
 
 def test_damaged_weight_changes_the_fast_runtime():
-    """Negative control: the runtime reads the weights. Flip one used MLP gate weight and one
-    DeltaNet value weight: the fast trace changes, and still equals the damaged stock model's."""
+    """Negative control: the runtime reads the weights. Flip one used MLP gate weight: the fast
+    trace changes (with and without shortcuts), and still equals the damaged stock model's."""
     model = walker_model()
     clean = FastModel.from_model(model).generate([201], 120)
     layer = next(la for la in model.model.layers if la.mlp.gate_proj.weight.any())
@@ -200,64 +298,174 @@ def test_damaged_weight_changes_the_fast_runtime():
         w[r, col] = -w[r, col]
     damaged = FastModel.from_model(model).generate([201], 120)
     assert damaged != clean
+    assert damaged == stock_generate(model, 201, 120)
+    assert FastModel.from_model(model, shortcuts=False).generate([201], 120) == damaged
+
+
+def test_damaged_deltanet_value_weight_changes_the_fast_runtime():
+    """Negative control for the one-hot shortcut and its memos: zero the value weight of one
+    stored bit (the bank now forgets that bit); the trace changes and equals the stock model's."""
+    model = walker_model()
+    clean = FastModel.from_model(model).generate([201], 120)
+    la = next(layer.linear_attn for layer in model.model.layers
+              if layer.block_type == "linear_attention" and layer.linear_attn.out_proj.weight.any())
+    w = la.in_proj_qkv.weight
+    kd = la.num_k_heads * la.head_k_dim
+    v = int((w[2 * kd:] != 0).any(1).nonzero()[0]) + 2 * kd
     with torch.no_grad():
-        stock = model.generate(torch.tensor([[201]]), max_new_tokens=120, do_sample=False)[0].tolist()
-    assert damaged == stock[1:]
+        w[v] = 0
+    fast = FastModel.from_model(model)
+    damaged = fast.generate([201], 120)
+    assert damaged != clean
+    assert damaged == stock_generate(model, 201, 120)
+    assert fast.stats()["deltanet_onehot_steps"] == 120
+
+
+def test_head_that_is_not_a_sign_code_uses_the_product():
+    """Damage one lm_head weight (its column is no longer +-w): the head table is refused at build
+    time, the product runs, and the tokens equal the damaged stock model's."""
+    model = walker_model()
+    w = model.lm_head.weight
+    r, col = (w != 0).nonzero()[5].tolist()
+    with torch.no_grad():
+        w[r, col] *= 3
+    fast = FastModel.from_model(model)
+    assert fast.head.table is None
+    assert fast.generate([201], 120) == stock_generate(model, 201, 120)
+    assert fast.stats()["head_product"] > 0
+
+
+def test_sign_code_head_table_equals_the_stock_argmax():
+    """The head table against torch's argmax of ``F.linear`` (the stock logits): every input the
+    exactness guard accepts gives the stock argmax, ties (zero inputs) included; inputs whose sums
+    could round are refused (then the product runs)."""
+    from qwengpu.runtime.fast import Head, Norm
+
+    rng = np.random.default_rng(5)
+    nc = 8
+    mag = np.array([1, 2, 0.5, 3, 1, 8, 0.25, 1], dtype=np.float32)
+    codes = rng.permutation(1 << nc)
+    signs = ((codes[:, None] >> np.arange(nc)) & 1) * 2 - 1
+    w = (signs * mag).astype(np.float32)
+    head = Head(Norm(np.arange(nc), np.ones(nc, np.float32), np.float32(1e-6), np.float32(nc)), w)
+    assert head.table is not None
+    exact = np.array([0, -0.0, 0, 1, -1, 2, -3, 0.5, 7, -0.25, 1 << 12], np.float32)
+    rounding = np.array([1 << 20, -(1 << 21), 1e-30, 3.1, -2.7, 1 / 3], np.float32)
+    accepted = refused = 0
+    for _ in range(3000):
+        h = np.where(rng.random(nc) < 0.97, rng.choice(exact, nc), rng.choice(rounding, nc))
+        h = h.astype(np.float32)
+        got = head._table(h)
+        want = int(torch.argmax(F.linear(torch.from_numpy(h), torch.from_numpy(w))))
+        if got is None:
+            refused += 1
+        else:
+            accepted += 1
+            assert got == want, h
+    assert accepted > 1000 and refused > 100
 
 
 # ---------------------------------------------------------------------------------------------
-# the machine slice: a lowered CUDA kernel in the weights
+# the machine slice: lowered CUDA kernels in the weights
 # ---------------------------------------------------------------------------------------------
+MACHINE_KERNELS = ["vadd", "intops", "bitops"]
+
+
 @pytest.fixture(scope="module")
 def machine():
-    from qwengpu.machine.engine import machine_model, prepare
+    from qwengpu.machine.engine import machine_model
 
     _, model = machine_model()
-    prompt = prepare(KERNELS / "vadd.cu")[2]
-    return model, prompt
+    return model
 
 
 @pytest.fixture(scope="module")
-def fast_vadd(machine):
-    """Through the integration hook (it gathers once per model object and caches)."""
+def launches(machine):
+    """Per kernel: (prompt, fast trace, stats of that run). Through the integration hook (it
+    gathers once per model object and caches); memos cleared first, so each run is cold."""
     from qwengpu.machine import protocol as P
-
-    model, prompt = machine
-    trace = run_trace_fast(model, prompt, 20000)
-    assert trace[-1] == P.ctl(P.HALT)
-    return trace
-
-
-def test_vadd_trace_equals_stock_argmax(machine, fast_vadd):
-    """Every fast token is the stock argmax given the same history (one stock prefill over the
-    whole launch); by induction the fast trace is the stock greedy trace."""
-    model, prompt = machine
-    assert stock_teacher_forced(model, prompt, fast_vadd) == fast_vadd
-
-
-def test_vadd_outputs_decode(machine, fast_vadd):
-    """The fast trace dumps every output word of the launch (values: checked via the stock trace)."""
-    from qwengpu.machine.engine import decode_dump, prepare
-
-    words = decode_dump(fast_vadd)
-    lo, hi = prepare(KERNELS / "vadd.cu")[4]
-    assert set(range(lo, hi)) <= set(words)
-
-
-def test_machine_hidden_states_bit_identical(machine, fast_vadd):
+    from qwengpu.machine.engine import prepare
     from qwengpu.runtime.fast import _CACHE
 
-    model, prompt = machine
+    if machine not in _CACHE:
+        _CACHE[machine] = FastModel.from_model(machine)
+    fast = _CACHE[machine]
+    out = {}
+    for name in MACHINE_KERNELS:
+        prompt = prepare(KERNELS / f"{name}.cu")[2]
+        fast.clear_memos()
+        before = fast.stats()
+        trace = run_trace_fast(machine, prompt, 20000)
+        assert _CACHE[machine] is fast
+        after = fast.stats()
+        st = {k: after[k] - before[k] for k in after if k.startswith(("deltanet_", "mlp_memo", "head_"))}
+        assert trace[-1] == P.ctl(P.HALT)
+        out[name] = (prompt, trace, st)
+    return out
+
+
+@pytest.mark.parametrize("name", MACHINE_KERNELS)
+def test_machine_trace_equals_stock_argmax(machine, launches, name):
+    """Every fast token is the stock argmax given the same history (one stock prefill over the
+    whole launch); by induction the fast trace is the stock greedy trace. The run took the
+    shortcuts: one-hot DeltaNet steps only, the head table, de-duplicated rows, memo hits."""
+    prompt, trace, st = launches[name]
+    assert stock_teacher_forced(machine, prompt, trace) == trace
+    n = len(prompt) + len(trace) - 1
+    assert st["deltanet_general_steps"] == 0 and st["deltanet_onehot_steps"] > n
+    assert st["head_table"] > 0 and st["head_product"] == 0
+    assert st["deltanet_plan_hits"] > 0 and st["deltanet_read_hits"] > 0 and st["mlp_memo_hits"] > 0
+    from qwengpu.runtime.fast import _CACHE
+
+    fast = _CACHE[machine]
+    assert any(d.qk.smap is not None for d in fast.mixers) and any(m.sel is not None for m in fast.mlps)
+
+
+@pytest.mark.parametrize("name", MACHINE_KERNELS)
+def test_machine_outputs_decode(launches, name):
+    """The fast trace dumps every output word of the launch, with the spec's expected values."""
+    from qwengpu.machine.engine import decode_dump, prepare
+    from qwengpu.spec import compare, read_outputs
+
+    _, trace, _ = launches[name]
+    spec, _, _, gmem, (lo, hi) = prepare(KERNELS / f"{name}.cu")
+    words = decode_dump(trace)
+    assert set(range(lo, hi)) <= set(words)
+    arena = np.zeros_like(gmem.arena)
+    view = arena[: len(arena) // 4 * 4].view("<u4")
+    for w, v in words.items():
+        if w < len(view):
+            view[w] = v
+    gmem.arena = arena
+    assert spec.expected and compare(spec, read_outputs(spec, gmem)) == []
+
+
+def test_machine_general_paths_give_the_same_traces(machine, launches):
+    """``shortcuts=False``: no one-hot shortcut, no memo, no head table, no row de-duplication."""
+    from qwengpu.machine import protocol as P
+
+    general = FastModel.from_model(machine, shortcuts=False)
+    for name in MACHINE_KERNELS:
+        prompt, trace, _ = launches[name]
+        assert general.generate(prompt, 20000, stop=P.ctl(P.HALT)) == trace, name
+    st = general.stats()
+    assert st["deltanet_onehot_steps"] == 0 and st["head_table"] == 0 and st["mlp_memo_hits"] == 0
+
+
+def test_machine_hidden_states_bit_identical(machine, launches):
+    from qwengpu.runtime.fast import _CACHE
+
+    prompt = launches["vadd"][0]
     ids = prompt[:6]
-    fast = _CACHE.get(model) or FastModel.from_model(model)
+    fast = _CACHE.get(machine) or FastModel.from_model(machine)
     fast.reset()
-    assert_bits_equal(stock_layer_states(model, ids), fast.layer_states(ids))
+    assert_bits_equal(stock_layer_states(machine, ids), fast.layer_states(ids))
 
 
 @pytest.mark.slow
-def test_vadd_trace_equals_stock_greedy_run(machine, fast_vadd):
-    """The stock greedy loop of ``engine.generate`` itself (prefill + recurrent decode, ~1 min)."""
+def test_vadd_trace_equals_stock_greedy_run(machine, launches):
+    """The stock greedy loop of ``engine.generate`` itself (prefill + recurrent decode, minutes)."""
     from qwengpu.machine.engine import generate
 
-    model, prompt = machine
-    assert generate(model, prompt, 20000) == fast_vadd
+    prompt, trace, _ = launches["vadd"]
+    assert generate(machine, prompt, 20000) == trace

@@ -1,0 +1,172 @@
+"""The machine in the weights over the corpus: coverage, tokens per warp instruction, the dot demo.
+
+    python bench/machine_weights.py [--dir kernels] [-k NAME] [--max-passes 20000] [--json]
+
+Runs every corpus kernel the machine accepts (``engine.prepare``) inside the compiled model (the
+fast runtime, token-identical to the stock model: tests/runtime) and checks its outputs bit for bit
+against the reference interpreter. Prints one row per kernel (accepted or the refusal reason,
+program size, prompt tokens the host fed, trace tokens the model wrote, warp instructions,
+lane-group passes, tokens per warp instruction, tokens/s) and the totals; then the layout (layers,
+residual, key heads, parameters) of the test shape and of the Qwen3.5-2B layer shape (compiled
+only), the dot-product demo and the process's peak memory. Kernels whose ISA-simulator pass count
+(``soft.run_for_weights``) exceeds ``--max-passes`` are listed but not run (minutes each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _layout(config) -> dict:
+    from qwengpu.compiler.report import LayoutReport
+    from qwengpu.machine.circuit import build_machine
+
+    t0 = time.perf_counter()
+    comp = build_machine().compile(config)
+    r = LayoutReport.of(comp)
+    return {
+        "layers": r.n_layers,
+        "residual_peak": r.peak_live,
+        "residual_available": r.available_dims,
+        "key_heads": sum(x.heads or 0 for x in r.layers),
+        "mlp_neurons": r.total_neurons,
+        "compile_seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=str(ROOT / "kernels"))
+    ap.add_argument("-k", default="", help="only kernels whose name contains this")
+    ap.add_argument("--max-passes", type=int, default=20000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from qwengpu.compiler.shapes import text_config
+    from qwengpu.errors import QwenGPUError
+    from qwengpu.machine.engine import machine_model, prepare, run_machine, test_config
+    from qwengpu.machine.soft import run_for_weights
+    from qwengpu.runner import corpus, run_kernel
+
+    cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
+    t0 = time.perf_counter()
+    _, model = machine_model()
+    load_s = time.perf_counter() - t0
+    params = sum(p.numel() for p in model.parameters())
+    rows = []
+    for cu, spec in corpus(args.dir):
+        if args.k not in cu.stem:
+            continue
+        row: dict = {"kernel": cu.stem}
+        try:
+            _, prog, prompt, _, _ = prepare(cu, spec)
+        except QwenGPUError as exc:
+            row.update(status="refused", detail=str(exc).splitlines()[0][:90])
+            rows.append(row)
+            continue
+        row.update(instructions=len(prog.code), prompt_tokens=len(prompt))
+        sim = run_for_weights(cu, spec)
+        if sim.stats["passes"] > args.max_passes:
+            row.update(status="not run", detail=f"{sim.stats['passes']:,} passes > --max-passes")
+            rows.append(row)
+            continue
+        run = run_machine(cu, spec, model=model, max_tokens=60 * sim.stats["passes"] + 1000)
+        ref = run_kernel(cu, spec)
+        same = all(
+            np.asarray(run.outputs[n]).view(np.uint32).tolist()
+            == np.asarray(ref.outputs[n]).view(np.uint32).tolist()
+            for n in ref.outputs
+        )
+        st = run.stats
+        row.update(
+            status="exact" if same and run.passed else "WRONG",
+            tokens=st["tokens"],
+            warp_instructions=st["warp_instructions"],
+            passes=st["passes"],
+            tokens_per_warp_instruction=st["tokens_per_warp_instruction"],
+            tokens_per_second=round(st["tokens"] / max(st["seconds"], 1e-9), 1),
+        )
+        rows.append(row)
+        if not args.json:
+            print(
+                f"  {cu.stem:24s} {row['status']:6s} {st['tokens']:>8,} tokens", file=sys.stderr, flush=True
+            )
+    ran = [r for r in rows if "tokens" in r]
+    tot_tok = sum(r["tokens"] for r in ran)
+    tot_wi = sum(r["warp_instructions"] for r in ran)
+    summary = {
+        "kernels": len(rows),
+        "exact": sum(r["status"] == "exact" for r in rows),
+        "wrong": sum(r["status"] == "WRONG" for r in rows),
+        "refused": sum(r["status"] == "refused" for r in rows),
+        "not_run": sum(r["status"] == "not run" for r in rows),
+        "tokens": tot_tok,
+        "warp_instructions": tot_wi,
+        "tokens_per_warp_instruction": round(tot_tok / max(tot_wi, 1), 2),
+        "model_load_or_build_seconds": round(load_s, 1),
+        "model_parameters": params,
+        "model_bytes_fp32": 4 * params,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+    layouts = {"test shape": _layout(test_config())}
+    try:
+        layouts["Qwen3.5-2B layer shape"] = _layout(text_config("qwen3_5_2b_text"))
+    except QwenGPUError as exc:  # pragma: no cover - report, do not hide
+        layouts["Qwen3.5-2B layer shape"] = {"error": str(exc)}
+    dot = next((r for r in rows if r["kernel"] == "dot"), None)
+    out = {"command": cmd, "summary": summary, "layouts": layouts, "dot": dot, "rows": rows}
+    if args.json:
+        print(json.dumps(out))
+        return
+    print(f"$ {cmd}")
+    print(
+        f"{'kernel':24s} {'status':7s} {'instr':>6s} {'prompt':>7s} {'tokens':>8s} {'warp ins':>8s} "
+        f"{'passes':>7s} {'tok/wi':>6s} {'tok/s':>7s}  detail"
+    )
+    for r in rows:
+        if "tokens" in r:
+            print(
+                f"{r['kernel']:24s} {r['status']:7s} {r['instructions']:>6} {r['prompt_tokens']:>7,} "
+                f"{r['tokens']:>8,} {r['warp_instructions']:>8,} {r['passes']:>7,} "
+                f"{r['tokens_per_warp_instruction']:>6.2f} {r['tokens_per_second']:>7.1f}"
+            )
+        else:
+            print(
+                f"{r['kernel']:24s} {r['status']:7s} {r.get('instructions', ''):>6} "
+                f"{r.get('prompt_tokens', ''):>7} {'':>8s} {'':>8s} {'':>7s} {'':>6s} {'':>7s}  {r['detail']}"
+            )
+    s = summary
+    print(
+        f"\n{s['exact']} exact, {s['wrong']} wrong, {s['not_run']} accepted but not run, "
+        f"{s['refused']} refused (of {s['kernels']}); {s['tokens']:,} tokens for "
+        f"{s['warp_instructions']:,} warp instructions = {s['tokens_per_warp_instruction']} tokens per "
+        "warp instruction"
+    )
+    for name, lay in layouts.items():
+        print(f"layout, {name}: " + ", ".join(f"{k} {v}" for k, v in lay.items()))
+    if dot and "tokens" in dot:
+        print(f"dot demo: the model wrote {dot['tokens']} tokens (host fed {dot['prompt_tokens']} tokens)")
+    else:
+        why = f"{dot['status']}: {dot.get('detail', '')}" if dot else "not in the corpus"
+        print(f"dot demo: {why}")
+    print(
+        f"model: {params / 1e9:.2f} B parameters ({4 * params / 2**30:.1f} GiB fp32), loaded/built in "
+        f"{load_s:.1f} s; peak RSS {s['peak_rss_bytes'] / 2**30:.1f} GiB"
+    )
+
+
+if __name__ == "__main__":
+    main()

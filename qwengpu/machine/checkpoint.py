@@ -1,0 +1,327 @@
+"""The machine in the weights as a stock checkpoint, and an on-disk cache per compiler version.
+
+Why: compiling the machine and writing its weights takes tens of seconds and gigabytes of memory
+every time a process wants the model. :func:`build_checkpoint` writes it once as an ordinary
+``Qwen3_5ForCausalLM`` folder (``config.json`` + ``*.safetensors``, no custom code; its vocabulary
+is the machine's own 16-bit token space of ``protocol.py``), so ``AutoModelForCausalLM.
+from_pretrained`` loads it and greedy ``generate`` runs a launch. :func:`load_or_build` keeps such
+folders in ``$QWENGPU_CACHE/machine/<version>/`` (default ``~/.cache/qwengpu/machine/``).
+
+``<version>`` (:func:`compiler_version`) hashes the source of every file of ``qwengpu/compiler/``,
+of ``machine/circuit.py``, ``machine/protocol.py`` (and any machine module they import), the layer
+config, the :class:`MachineShape` and the ``transformers`` version: any change to the compiler or
+the circuit names a new entry, so a stale model is never loaded. Saving reuses
+:func:`qwengpu.compiler.checkpoint.save_compiled` (temporary folder, then rename; SHA-256 of every
+weight file in its sidecar) and loading reuses :func:`~qwengpu.compiler.checkpoint.load_compiled`
+(hashes, loading report, norm weights). A corrupt or mismatching entry is rebuilt with a one-line
+warning on stderr, never trusted.
+
+What a caller gets back is the circuit's :class:`~qwengpu.compiler.build.CircuitIO` (where the
+token's bits live, the residual layout, the fingerprint), not the full ``CompiledCircuit``: that
+is all the engine and the runtimes read, and it is what the checkpoint's sidecar records.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from qwengpu.compiler.checkpoint import load_compiled, save_compiled
+from qwengpu.errors import CheckpointError
+from qwengpu.machine.circuit import MachineShape, build_machine
+from qwengpu.machine.engine import DEFAULT_SHAPE, test_config
+
+MACHINE_SIDECAR = "qwengpu_machine.json"
+MACHINE_FORMAT = "qwengpu-machine/1"
+VOCAB_SIZE = 1 << 16  # the machine's token space (protocol.py)
+KEEP_ENTRIES = 3  # cache entries kept (most recently used first); each is several GB
+STALE_SECONDS = 3600  # a temporary folder this old is the leftover of an interrupted build
+
+_PKG = Path(__file__).resolve().parent.parent
+_SOURCES = ("machine/circuit.py", "machine/protocol.py")
+
+Progress = Callable[[str], None] | None
+
+
+def _note(progress: Progress, msg: str) -> None:
+    if progress is not None:
+        progress(msg)
+
+
+def _transformers_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformers")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout of transformers
+        import transformers
+
+        return transformers.__version__
+
+
+def _config_dict(config) -> dict[str, Any]:
+    d = config.to_dict()
+    for k in ("transformers_version", "_name_or_path"):
+        d.pop(k, None)
+    return json.loads(json.dumps(d, sort_keys=True, default=str))
+
+
+def _machine_sources() -> list[Path]:
+    """``circuit.py``, ``protocol.py`` and every ``qwengpu.machine`` module they import (transitively),
+    so a constant the circuit starts to take from another machine module still changes the version."""
+    seen: list[Path] = []
+    todo = [_PKG / s for s in _SOURCES]
+    while todo:
+        p = todo.pop(0)
+        if p in seen or not p.is_file():
+            continue
+        seen.append(p)
+        for node in ast.walk(ast.parse(p.read_text())):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            todo += [_PKG / "machine" / f"{m.split('.')[2]}.py" for m in mods
+                     if m.startswith("qwengpu.machine.") and len(m.split(".")) == 3]
+    return seen
+
+
+def compiler_version(config=None, shape: MachineShape = DEFAULT_SHAPE) -> str:
+    """A short hash of the compiler and circuit sources, ``config`` and ``shape``: the cache key."""
+    config = config if config is not None else test_config()
+    h = hashlib.sha256(f"{MACHINE_FORMAT}\0transformers {_transformers_version()}".encode())
+    files = sorted(p for p in (_PKG / "compiler").rglob("*") if p.is_file() and p.suffix in (".py", ".json"))
+    files += _machine_sources()
+    for p in files:
+        data = p.read_bytes()
+        h.update(f"{p.relative_to(_PKG).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    h.update(json.dumps(_config_dict(config), sort_keys=True).encode())
+    h.update(json.dumps(dataclasses.asdict(shape), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """Folder of the machine cache: ``cache_dir``, else ``$QWENGPU_CACHE/machine``, else
+    ``~/.cache/qwengpu/machine``; each entry is a subfolder named by :func:`compiler_version`."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    root = os.environ.get("QWENGPU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qwengpu")
+    return Path(root) / "machine"
+
+
+# ---------------------------------------------------------------------------------------------
+# build and write
+# ---------------------------------------------------------------------------------------------
+def _build(config, shape: MachineShape, progress: Progress = None):
+    """Compile the machine circuit into ``config``'s shape and write the stock model's weights."""
+    from qwengpu.compiler import build_model
+
+    _note(progress, "compiling the machine circuit")
+    compiled = build_machine(shape).compile(config)
+    _note(progress, f"writing the weights ({compiled.n_layers} layers)")
+    model = build_model(compiled)
+    if int(model.config.vocab_size) != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
+        raise CheckpointError(f"the machine model has vocab_size {model.config.vocab_size}, not {VOCAB_SIZE}")
+    return compiled, model
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) -> Path:
+    """``save_compiled`` into a temporary folder beside ``out``, add the machine record, rename."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex}"
+    try:
+        save_compiled(model, compiled, tmp)
+        side = tmp / MACHINE_SIDECAR
+        side.write_text(json.dumps(meta, indent=1))
+        _fsync(side)
+        _fsync(tmp)
+        if out.exists():
+            if not overwrite and any(out.iterdir()):
+                raise CheckpointError(f"{out} exists and is not empty")
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+            os.rename(out, old)
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+        _fsync(out.parent)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _meta(version: str, config, shape: MachineShape, build_seconds: float) -> dict[str, Any]:
+    return {"format": MACHINE_FORMAT, "compiler_version": version, "shape": dataclasses.asdict(shape),
+            "config": _config_dict(config), "vocab_size": VOCAB_SIZE,
+            "build_seconds": round(build_seconds, 3), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def build_checkpoint(out_dir: str | Path, config=None, shape: MachineShape = DEFAULT_SHAPE, *,
+                     overwrite: bool = False, progress: Progress = None) -> Path:
+    """Write the machine as a stock ``Qwen3_5ForCausalLM`` checkpoint into ``out_dir``; returns it.
+
+    Nothing half-written: the folder appears by one rename. An existing non-empty ``out_dir`` is
+    refused (:class:`CheckpointError`) unless ``overwrite``. ``progress(message)`` hears the stages.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise CheckpointError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise CheckpointError(f"{out} exists and is not empty; refusing to write the machine there "
+                              "(overwrite=True / --overwrite replaces it)")
+    config = config if config is not None else test_config()
+    version = compiler_version(config, shape)
+    t0 = time.perf_counter()
+    compiled, model = _build(config, shape, progress)
+    seconds = time.perf_counter() - t0
+    _note(progress, f"saving to {out}")
+    _write(model, compiled, out, _meta(version, config, shape, seconds), overwrite=overwrite)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the cache
+# ---------------------------------------------------------------------------------------------
+def read_machine_sidecar(path: str | Path) -> dict[str, Any]:
+    side = Path(path) / MACHINE_SIDECAR
+    try:
+        meta = json.loads(side.read_text())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{side}: missing or unreadable ({e})") from e
+    if not isinstance(meta, dict) or meta.get("format") != MACHINE_FORMAT:
+        raise CheckpointError(f"{side}: not a {MACHINE_FORMAT} record")
+    return meta
+
+
+def load_checkpoint(path: str | Path, version: str | None = None):
+    """Load a machine checkpoint (verified); ``version``: the :func:`compiler_version` it must have.
+
+    Returns ``(CircuitIO, model)``; raises :class:`CheckpointError` on any mismatch or damage."""
+    path = Path(path)
+    meta = read_machine_sidecar(path)
+    if version is not None and meta.get("compiler_version") != version:
+        raise CheckpointError(f"{path}: built by compiler version {meta.get('compiler_version')!r}, "
+                              f"expected {version!r}")
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # our own progress line, not transformers' bars
+    try:
+        model, io = load_compiled(path, dtype=torch.float32)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    if int(model.config.vocab_size) != VOCAB_SIZE:
+        raise CheckpointError(f"{path}: vocab_size {model.config.vocab_size}, expected {VOCAB_SIZE}")
+    return io, model
+
+
+def load_or_build(config=None, shape: MachineShape = DEFAULT_SHAPE, *, cache_dir: str | Path | None = None,
+                  progress: Progress = None):
+    """``(CircuitIO, stock model)`` of the machine: loaded from the cache when present and verified,
+    otherwise built and saved there (atomically) for the next process.
+
+    A damaged or mismatching entry is rebuilt, with one warning line on stderr. A cache that cannot
+    be written (read-only, full disk) only costs the next process a rebuild: warned, not fatal."""
+    config = config if config is not None else test_config()
+    version = compiler_version(config, shape)
+    entry = cache_root(cache_dir) / version
+    if entry.exists():
+        try:
+            _note(progress, f"loading the machine from {entry}")
+            io, model = load_checkpoint(entry, version)
+            os.utime(entry / MACHINE_SIDECAR)  # most recently used: kept longest
+            return io, model
+        except (CheckpointError, OSError) as e:
+            reason = " ".join(str(e).split())  # one line, whatever the loader said
+            print(f"warning: machine cache entry unusable, rebuilding: {reason}", file=sys.stderr)
+            shutil.rmtree(entry, ignore_errors=True)
+    t0 = time.perf_counter()
+    compiled, model = _build(config, shape, progress)
+    seconds = time.perf_counter() - t0
+    try:
+        if not entry.exists():  # another process may have saved it meanwhile
+            _note(progress, f"saving the machine to {entry}")
+            _write(model, compiled, entry, _meta(version, config, shape, seconds), overwrite=False)
+        prune(cache_dir, keep=KEEP_ENTRIES, protect=version)
+    except (OSError, CheckpointError) as e:
+        print(f"warning: could not save the machine to the cache ({e})", file=sys.stderr)
+    return compiled.io, model
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every entry of the cache, most recently used first: version, path, bytes, complete, shape,
+    last use; leftovers of interrupted builds (hidden temporary folders) are listed as incomplete."""
+    root = cache_root(cache_dir)
+    if not root.is_dir():
+        return []
+    rows = []
+    for p in root.iterdir():
+        try:
+            if not p.is_dir():
+                continue
+            try:
+                meta = read_machine_sidecar(p)
+                used = (p / MACHINE_SIDECAR).stat().st_mtime
+            except CheckpointError:
+                meta, used = {}, p.stat().st_mtime
+            size = _size(p)
+        except OSError:  # removed meanwhile (another process pruning or renaming)
+            continue
+        rows.append({"version": p.name, "path": str(p), "bytes": size,
+                     "complete": bool(meta) and not p.name.startswith("."),
+                     "shape": meta.get("shape"), "hidden_size": meta.get("config", {}).get("hidden_size"),
+                     "last_used": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(used)), "used_at": used})
+    rows.sort(key=lambda r: -r["used_at"])
+    return rows
+
+
+def prune(cache_dir: str | Path | None = None, keep: int = KEEP_ENTRIES,
+          protect: str | None = None) -> list[Path]:
+    """Remove all but the ``keep`` most recently used complete entries (never ``protect``), and
+    temporary folders that interrupted builds left more than an hour ago."""
+    removed = []
+    rows = cache_entries(cache_dir)
+    complete = [r for r in rows if r["complete"]]
+    stale = [r for r in rows if not r["complete"] and r["version"].startswith(".")
+             and time.time() - r["used_at"] > STALE_SECONDS]
+    for r in complete[keep:] + stale:
+        if r["version"] != protect:
+            shutil.rmtree(r["path"], ignore_errors=True)
+            removed.append(Path(r["path"]))
+    return removed
+
+
+def clear_cache(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Remove every entry (and leftover temporary folder); returns what was removed."""
+    rows = cache_entries(cache_dir)
+    for r in rows:
+        shutil.rmtree(r["path"], ignore_errors=True)
+    return rows

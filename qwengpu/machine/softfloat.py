@@ -1,0 +1,932 @@
+"""Float ops as sequences of integer machine instructions (a soft-float library in machine code).
+
+Why: the circuit in the transformer weights implements only the integer subset of the ISA
+(``soft.WEIGHT_OPS``); a float unit does not fit in the residual stream next to the datapath. So
+every float op of a lowered program (``fadd fsub fmul ffma fmin fmax fsetp i2f f2i frnd``) is
+rewritten into straight-line integer code that gives the same bits as ``qwengpu.simt.fp32`` (the
+interpreter's semantics) for every input: all four rounding modes, ``.ftz``, ``.sat``, PTX NaN
+rules (canonical NaN 0x7FFFFFFF, min/max ignore a NaN operand, -0 < +0), saturating conversions.
+
+Interface: ``FLOAT_EXPANDERS[op](ins, fr) -> list[MInstr]`` with ``fr`` a ``soft.Fresh``; the
+expanders are registered in ``soft.EXPANDERS`` (see ``soft.py`` for the framework's rules: the
+destination is written last, guards are applied by the framework). ``expand_floats(prog)``
+applies only these expanders (used by the tests and ``bench/softfloat_cost.py``).
+
+Design (all sequences are branch-free unless ``MUL_SHAPE`` picks the fixed-trip product loop,
+so SIMT lanes with different data never diverge):
+
+* Values are unpacked with integer ops (``clz`` normalizes subnormals), computed exactly on
+  integer significands, and rounded by one routine, :meth:`_B.round_pack`: the significand has its
+  leading one at bit 30 with every bit below the kept ones folded ("sticky") into bit 0, so one
+  add and one shift round in any mode; subnormal results shift further right; the exponent is
+  added to the packed word so a carry out of the significand bumps the exponent, and a
+  ``min`` with the overflow value (inf or max-finite, depending on mode and sign) saturates.
+* ``fadd``: magnitudes sorted with ``max``/``min``, the smaller aligned with a sticky bit
+  (round-to-odd at the last bit, exact because the larger is even there), added or subtracted
+  in one word, normalized with ``clz``.
+* ``fmul``: the 24x24-bit significand product is built from three 8-bit chunks of one
+  significand: a chunk sits in the top byte of a register whose low 24 bits accumulate the
+  partial product, and one doubling both shifts the next multiplier bit into the sign position
+  and doubles the accumulator (3 instructions per bit: ``setp``, ``add``, guarded ``add``), so no
+  ``mul`` is needed (``MUL_SHAPE`` selects a looped variant, or ``mulhi``+``mul``).
+* ``ffma``: the exact 48-bit product and the addend are placed in a 64-bit window (two words),
+  the smaller shifted right with a sticky bit, added or subtracted with carries, negated when
+  negative, normalized (``clz`` over two words) and rounded once.
+* ``fsetp``: signed compare of order keys (x >= +0: x; else 0x80000000 - x, so -0 = +0), a
+  NaN replacing one key by a value that forces the result; ``fmin/fmax`` on the raw words
+  (signed order, reversed for two negatives), a NaN replaced by the value that loses.
+* Immediate operands are folded while the sequence is built (constant unpacking, constant
+  multipliers become shift-and-add), so e.g. ``fmul x, 2^25`` is much shorter.
+
+Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructions issued):
+fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
+frnd 3-21. Not here: the approximate instructions (ex2/lg2/sin/cos/tanh.approx), which the
+lowering refuses before any float op exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from qwengpu.machine.isa import PT, Imm, MInstr, P, R
+
+SIGN = 0x80000000
+ABS = 0x7FFFFFFF
+INF = 0x7F800000
+CNAN = 0x7FFFFFFF
+MAXF = 0x7F7FFFFF
+ONE = 0x3F800000
+M32 = 0xFFFFFFFF
+TRUE = P(PT)
+FALSE = P(PT, True)
+
+#: how the 24x24-bit significand product is built: ``unrolled`` (branch-free shift-and-add,
+#: 3 instructions per bit), ``loop`` (the same steps for the three multiplier bytes interleaved in
+#: an 8-trip loop: a fixed trip count, so lanes never diverge; ~57 instructions less program, ~27
+#: more issued), ``mul`` (``mulhi`` + ``mul``, expanded by soft.py: longer), or ``auto``
+#: (default): ``loop`` when soft.py expands with ``Options.mul`` = loop/bitloop (its ``auto``
+#: falls back to that when the program does not fit the ROM), else ``unrolled``
+MUL_SHAPE = "auto"
+MUL_SHAPES = ("auto", "unrolled", "loop", "mul")
+
+Val = R | Imm
+
+
+def _s32(v: int) -> int:
+    v &= M32
+    return v - (1 << 32) if v & SIGN else v
+
+
+def _fold(op: str, xs: list[int], m: dict) -> int | None:
+    """The value of an integer op on constants, exactly as sim.py computes it."""
+    sign = m.get("sign", "u")
+    if op == "mov":
+        return xs[0]
+    if op == "add":
+        return (xs[0] + xs[1]) & M32
+    if op == "sub":
+        return (xs[0] - xs[1]) & M32
+    if op == "and":
+        return xs[0] & xs[1]
+    if op == "or":
+        return xs[0] | xs[1]
+    if op == "xor":
+        return xs[0] ^ xs[1]
+    if op == "not":
+        return ~xs[0] & M32
+    if op == "shl":
+        return 0 if xs[1] >= 32 else (xs[0] << xs[1]) & M32
+    if op == "shr":
+        if sign == "s":
+            return (_s32(xs[0]) >> min(xs[1], 31)) & M32
+        return 0 if xs[1] >= 32 else xs[0] >> xs[1]
+    if op in ("min", "max"):
+        f = min if op == "min" else max
+        if sign == "s":
+            return f(_s32(xs[0]), _s32(xs[1])) & M32
+        return f(xs[0], xs[1])
+    if op == "clz":
+        return 32 - xs[0].bit_length()
+    if op == "mul":
+        return (xs[0] * xs[1]) & M32
+    if op == "mulhi":
+        if sign == "s":
+            return ((_s32(xs[0]) * _s32(xs[1])) >> 32) & M32
+        return (xs[0] * xs[1]) >> 32
+    return None
+
+
+def _cmp(cmp: str, x: int, y: int) -> bool:
+    return {
+        "eq": x == y,
+        "ne": x != y,
+        "lt": x < y,
+        "le": x <= y,
+        "gt": x > y,
+        "ge": x >= y,
+    }[cmp]
+
+
+def _pconst(p: P) -> bool | None:
+    """The value of a constant predicate (PT / !PT), else None."""
+    if p.n == PT:
+        return not p.neg
+    return None
+
+
+class _B:
+    """Builds one expansion: integer ops over fresh temporaries, folding constants."""
+
+    def __init__(self, fr: object) -> None:
+        self.fr = fr
+        self.out: list[MInstr] = []
+        self.owned: set[int] = set()  # temporaries created here ...
+        self.shared: set[int] = set()  # ... minus those that got a second name (identity folds)
+
+    def _same(self, v: Val) -> Val:
+        """``v`` returned unchanged by an identity fold: it may now have two names, so it must not
+        be updated in place any more."""
+        if isinstance(v, R):
+            self.shared.add(v.n)
+        return v
+
+    # ---- emitting
+    def _emit(self, op: str, d: tuple, s: tuple, guard: P | None = None, **m: object) -> MInstr:
+        ins = self.fr.emit(op, d, s, guard, **m)  # type: ignore[attr-defined]
+        self.out.append(ins)
+        return ins
+
+    def reg(self) -> R:
+        r = self.fr.r()  # type: ignore[attr-defined]
+        self.owned.add(r.n)
+        return r
+
+    def op(self, op: str, *s: Val, **m: object) -> Val:
+        """d = op(s...) in a fresh temporary, or the folded immediate."""
+        if all(isinstance(x, Imm) for x in s):
+            v = _fold(op, [x.v for x in s], m)  # type: ignore[union-attr]
+            if v is not None:
+                return Imm(v)
+        d = self.reg()
+        self._emit(op, (d,), s, **m)
+        return d
+
+    def setp(
+        self, cmp: str, a: Val, b: Val, sign: str = "u", bop: str | None = None, c: P | None = None
+    ) -> P:
+        """pd = (a cmp b) [bop c] in a fresh predicate (or a constant / ``c`` when it folds)."""
+        if isinstance(a, Imm) and isinstance(b, Imm):
+            x, y = (_s32(a.v), _s32(b.v)) if sign == "s" else (a.v, b.v)
+            r = _cmp(cmp, x, y)
+            if bop is None:
+                return TRUE if r else FALSE
+            assert c is not None
+            if bop == "and":
+                return c if r else FALSE
+            if bop == "or":
+                return TRUE if r else c
+            return c.inv() if r else c  # xor
+        if bop is not None:
+            assert c is not None
+            cc = _pconst(c)
+            if cc is not None:
+                if bop == "and" and not cc:
+                    return FALSE
+                if bop == "or" and cc:
+                    return TRUE
+                if bop in ("and", "or"):  # (x and T) = x, (x or F) = x
+                    bop, c = None, None
+                elif cc:  # x xor T = !x
+                    return self.setp(_NEG_CMP[cmp], a, b, sign)
+                else:
+                    bop, c = None, None
+        p = self.fr.p()  # type: ignore[attr-defined]
+        m: dict[str, object] = {"cmp": cmp, "sign": sign}
+        s: tuple = (a, b)
+        if bop is not None:
+            m["bop"] = bop
+            s = (a, b, c)
+        self._emit("setp", (p,), s, **m)
+        return p
+
+    def sel(self, a: Val, b: Val, p: P) -> Val:
+        """p ? a : b."""
+        pc = _pconst(p)
+        if pc is not None:
+            return self._same(a if pc else b)
+        if a == b:
+            return self._same(a)
+        return self.op("sel", a, b, p)  # type: ignore[arg-type]
+
+    def cond(self, p: P, x: Val, op: str, *s: Val, **m: object) -> Val:
+        """p ? op(s...) : x. ``x`` must not be used after this call (it may be updated in place by
+        a guarded instruction when it is a temporary of this sequence)."""
+        pc = _pconst(p)
+        if pc is not None:
+            return self.op(op, *s, **m) if pc else self._same(x)
+        if isinstance(x, R) and x.n in self.owned and x.n not in self.shared:
+            if all(isinstance(y, Imm) for y in s) and op != "mov":
+                v = _fold(op, [y.v for y in s], m)  # type: ignore[union-attr]
+                if v is not None:
+                    op, s, m = "mov", (Imm(v),), {}
+            self._emit(op, (x,), s, guard=p, **m)
+            return x
+        return self.sel(self.op(op, *s, **m), x, p)
+
+    # ---- shorthands
+    def add(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        if isinstance(a, Imm) and a.v == 0:
+            return self._same(b)
+        return self.op("add", a, b)
+
+    def sub(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        return self.op("sub", a, b)
+
+    def and_(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == M32:
+            return self._same(a)
+        if isinstance(b, Imm) and b.v == 0 or isinstance(a, Imm) and a.v == 0:
+            return Imm(0)
+        return self.op("and", a, b)
+
+    def or_(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        if isinstance(a, Imm) and a.v == 0:
+            return self._same(b)
+        return self.op("or", a, b)
+
+    def xor(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        return self.op("xor", a, b)
+
+    def shl(self, a: Val, b: Val) -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        if isinstance(a, Imm) and a.v == 0:
+            return Imm(0)
+        return self.op("shl", a, b)
+
+    def shr(self, a: Val, b: Val, sign: str = "u") -> Val:
+        if isinstance(b, Imm) and b.v == 0:
+            return self._same(a)
+        if isinstance(a, Imm) and a.v == 0:
+            return Imm(0)
+        return self.op("shr", a, b, sign=sign)
+
+    def minu(self, a: Val, b: Val) -> Val:
+        return self.op("min", a, b, sign="u")
+
+    def maxu(self, a: Val, b: Val) -> Val:
+        return self.op("max", a, b, sign="u")
+
+    def mins(self, a: Val, b: Val) -> Val:
+        return self.op("min", a, b, sign="s")
+
+    def maxs(self, a: Val, b: Val) -> Val:
+        return self.op("max", a, b, sign="s")
+
+    def fresh_copy(self, v: Val) -> R:
+        """A new temporary holding ``v`` that may be updated in place (loop-carried)."""
+        if isinstance(v, R) and v.n in self.owned and v.n not in self.shared:
+            return v
+        d = self.reg()
+        self._emit("mov", (d,), (v,))
+        return d
+
+    def label(self) -> int:
+        return self.fr.label()  # type: ignore[attr-defined]
+
+    def place(self, lbl: int) -> None:
+        self.out.append(MInstr("@label", target=lbl, ptx=self.fr.ptx))  # type: ignore[attr-defined]
+
+    def bra(self, lbl: int, guard: P) -> None:
+        self._emit("bra", (), (), guard=guard).target = lbl
+
+    def finish(self, d: R | P, v: Val | P) -> list[MInstr]:
+        """Write the value to the destination (the last instruction of the sequence)."""
+        if isinstance(d, P):
+            assert isinstance(v, P)
+            last = self.out[-1] if self.out else None
+            if (
+                last is not None
+                and last.op == "setp"
+                and last.guard is None
+                and last.d == (v,)
+                and not v.neg
+                and v.n != PT
+                and not any(isinstance(y, P) and y.n == v.n for x in self.out for y in (*x.s, x.guard))
+            ):
+                last.d = (d,)
+            else:
+                self.out.append(
+                    self.fr.emit("setp", (d,), (Imm(0), Imm(0), v), cmp="eq", sign="u", bop="and")  # type: ignore[attr-defined]
+                )
+            return self.out
+        assert not isinstance(v, P)
+        last = self.out[-1] if self.out else None
+        if (
+            isinstance(v, R)
+            and last is not None
+            and last.guard is None
+            and last.d == (v,)
+            and sum(1 for x in self.out if v in x.d) == 1
+            and not any(v in x.s for x in self.out)
+        ):
+            last.d = (d,)
+        else:
+            self._emit("mov", (d,), (v,))
+        return self.out
+
+    # =========================================================================================
+    # shared pieces
+    # =========================================================================================
+    def flush_mag(self, aa: Val) -> Val:
+        """ftz on a magnitude: subnormal -> 0."""
+        return self.sel(Imm(0), aa, self.setp("lt", aa, Imm(0x800000)))
+
+    def flush_word(self, a: Val) -> Val:
+        """ftz on a float word: subnormal -> zero of the same sign (NaN payload kept)."""
+        aa = self.and_(a, Imm(ABS))
+        return self.sel(self.and_(a, Imm(SIGN)), a, self.setp("lt", aa, Imm(0x800000)))
+
+    def unpack_top(self, mag: Val) -> tuple[Val, Val]:
+        """(M, x) for a finite nonzero magnitude: M in [2^31, 2^32) with 8 zero low bits and
+        value = M * 2^(x - 150) (subnormals normalized). Garbage for zero/inf/NaN."""
+        k = self.op("clz", mag)
+        s8 = self.maxu(k, Imm(8))
+        m = self.or_(self.shl(mag, s8), Imm(SIGN))
+        e1 = self.maxu(self.shr(mag, Imm(23)), Imm(1))
+        return m, self.sub(e1, s8)
+
+    def round_pack(
+        self, sgn: Val, e: Val, mn: Val, rnd: str, ftz: bool, subnormal: bool = True, ovf: bool = True
+    ) -> Val:
+        """The magnitude bits (no sign) of ``mn * 2^(e - 156)`` rounded to float32 in mode ``rnd``.
+
+        ``mn``: leading one at bit 30 (or 0), sticky information folded into bit 0 (at least 7
+        bits lie below the rounding point). ``e`` (signed) is the biased exponent minus one:
+        the result is normal when e >= 0. ``sgn`` (0 or 0x80000000) decides directed rounding
+        and the overflow value. ``subnormal=False``: the caller guarantees e >= 0 (``mn`` may then
+        have its leading one below bit 30 when e == 0: a subnormal result packed as it is);
+        ``ovf=False``: it guarantees no overflow."""
+        if subnormal:
+            sh = self.maxs(self.sub(Imm(7), e), Imm(7))
+            if rnd in ("rp", "rm"):
+                sh = self.minu(sh, Imm(31))  # round-up must survive a shift by >= 32
+        else:
+            sh = Imm(7)
+        if rnd == "rn":
+            halfm1 = self.shr(Imm(0x7FFFFFFF), self.sub(Imm(32), sh))
+            odd = self.and_(self.shr(mn, sh), Imm(1))
+            r = self.shr(self.add(mn, self.add(halfm1, odd)), sh)
+        elif rnd == "rz":
+            r = self.shr(mn, sh)
+        else:
+            mask = self.shr(Imm(M32), self.sub(Imm(32), sh))
+            neg = self.shr(sgn, Imm(31), sign="s")  # all ones when negative
+            up = neg if rnd == "rm" else self.op("not", neg)
+            r = self.shr(self.add(mn, self.and_(mask, up)), sh)
+        ep = self.maxs(e, Imm(0)) if subnormal else e
+        p = self.add(self.shl(ep, Imm(23)), r)
+        if ovf:
+            if rnd == "rn":
+                lim: Val = Imm(INF)
+            elif rnd == "rz":
+                lim = Imm(MAXF)
+            elif rnd == "rp":
+                lim = self.add(Imm(INF), neg)
+            else:
+                lim = self.sub(Imm(MAXF), neg)
+            p = self.minu(p, lim)
+        if ftz:
+            p = self.sel(Imm(0), p, self.setp("lt", p, Imm(0x800000)))
+        return p
+
+    def saturate(self, res: Val) -> Val:
+        """.sat on a result whose NaN was already replaced by 0: clamp to [+0, 1]."""
+        return self.maxs(self.mins(res, Imm(ONE)), Imm(0))
+
+    # ---- significand product
+    def chunk_mul(self, c: Val, ma: Val, top_one: bool = False) -> Val:
+        """ma * (c >> 24) for ma < 2^24 and c with zero low 24 bits, by MSB-first shift-and-add in
+        one register (the multiplier byte above the growing partial product)."""
+        if isinstance(c, Imm):
+            v = c.v >> 24
+            acc: Val = Imm(0)
+            for j in range(8):
+                if v >> j & 1:
+                    acc = self.add(acc, self.shl(ma, Imm(j)))
+            return acc
+        r = c
+        for j in range(8):
+            if j == 0 and top_one:
+                r = self.add(self.add(r, r), ma)
+                continue
+            p = self.setp("lt", r, Imm(0), sign="s")
+            r = self.add(r, r)
+            r = self.cond(p, r, "add", r, ma)
+        return r
+
+    def mant_product(self, ma_top: Val, mb_top: Val) -> tuple[Val, Val, Val, Val]:
+        """Exact product of two top-aligned significands (bit 31 set, low 8 bits zero):
+        (T, S, p0, ma) with P = ma*mb in [2^46, 2^48), T = P >> 16, and the low 16 bits of P
+        = ((S & 0xFF) << 8) | (p0 & 0xFF)."""
+        if isinstance(ma_top, Imm) and not isinstance(mb_top, Imm):
+            ma_top, mb_top = mb_top, ma_top
+        ma = self.shr(ma_top, Imm(8))
+        shape = MUL_SHAPE
+        if shape == "auto":
+            opts = getattr(self.fr, "opts", None)
+            shape = "loop" if getattr(opts, "mul", None) in ("loop", "bitloop") else "unrolled"
+        if isinstance(mb_top, Imm):
+            shape = "unrolled"  # a constant multiplier: shift-and-add of its set bits
+        if shape == "mul":
+            mb = self.shr(mb_top, Imm(8))
+            lo = self.op("mul", ma, mb)
+            t = self.op("mulhi", ma_top, mb_top, sign="u")  # P >> 16
+            # express the low 16 bits of P as (S & 0xFF) << 8 | (p0 & 0xFF)
+            return t, self.shr(lo, Imm(8)), lo, ma
+
+        def chunk(k: int) -> Val:  # multiplier byte k (bits 8k+7..8k of mb) in the top byte
+            return (
+                self.and_(self.shl(mb_top, Imm(16 - 8 * k)), Imm(0xFF000000))
+                if k < 2
+                else self.and_(mb_top, Imm(0xFF000000))
+            )
+
+        if shape == "loop":
+            rs = [self.fresh_copy(chunk(k)) for k in range(3)]
+            j = self.fresh_copy(Imm(8))
+            top = self.label()
+            self.place(top)
+            for r in rs:
+                p = self.setp("lt", r, Imm(0), sign="s")
+                self._emit("add", (r,), (r, r))
+                self._emit("add", (r,), (r, ma), guard=p)
+            self._emit("sub", (j,), (j, Imm(1)))
+            self.bra(top, self.setp("ne", j, Imm(0)))
+            p0, p1, p2 = rs
+            s = self.add(p1, self.shr(p0, Imm(8)))
+        else:  # one byte at a time (fewer live registers)
+            p0 = self.chunk_mul(self.shl(mb_top, Imm(16)), ma)  # low 8 bits of mb_top are zero
+            s = self.add(self.chunk_mul(chunk(1), ma), self.shr(p0, Imm(8)))
+            p2 = self.chunk_mul(chunk(2), ma, top_one=True)
+        t = self.add(p2, self.shr(s, Imm(8)))
+        return t, s, p0, ma
+
+
+_NEG_CMP = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
+
+
+def _srcs(ins: MInstr) -> list[Val]:
+    return list(ins.s)
+
+
+# =============================================================================================
+# add / sub
+# =============================================================================================
+def _fadd(b: _B, a: Val, c: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    if ftz:
+        aa, ac = b.flush_mag(aa), b.flush_mag(ac)
+    ax, ay = b.maxu(aa, ac), b.minu(aa, ac)
+    x = b.sel(c, a, b.setp("lt", aa, ac))  # the operand of larger magnitude (its sign wins)
+    sx = b.and_(x, Imm(SIGN))
+    pdiff = b.setp("lt", b.xor(a, c), Imm(0), sign="s")
+
+    def mant(mag: Val) -> tuple[Val, Val]:
+        # significand << 6 (leading one at bit 29 when normal) and max(exponent field, 1)
+        e1 = b.maxu(b.shr(mag, Imm(23)), Imm(1))
+        m = b.add(b.sub(b.shl(mag, Imm(6)), b.shl(e1, Imm(29))), Imm(0x20000000))
+        return m, e1
+
+    mx, ex = mant(ax)
+    my, ey = mant(ay)
+    d = b.sub(ex, ey)
+    mys = b.shr(my, d)
+    lost = b.sub(my, b.shl(mys, d))
+    mys = b.or_(mys, b.minu(lost, Imm(1)))  # sticky: round-to-odd at bit 0 (mx is even there)
+    mys = b.cond(pdiff, mys, "sub", Imm(0), mys)
+    m = b.add(mx, mys)
+    # normalize, but not below the smallest exponent: a sum in the subnormal range is exact
+    # (then d <= 1: no sticky), so it is packed as it is and rounding never sees a subnormal
+    k1 = b.minu(b.sub(b.op("clz", m), Imm(1)), ex)
+    mn = b.shl(m, k1)
+    e = b.sub(ex, k1)
+    # exact zero from opposite signs: +0, or -0 when rounding down
+    pz = b.setp("eq", m, Imm(0), bop="and", c=pdiff)
+    e = b.cond(pz, e, "mov", Imm(0))
+    sgn = b.cond(pz, sx, "mov", Imm(SIGN if rnd == "rm" else 0))
+    res = b.or_(b.round_pack(sgn, e, mn, rnd, ftz, subnormal=False), sgn)
+    # inf / NaN operands
+    res = b.sel(x, res, b.setp("ge", ax, Imm(INF)))
+    pn = b.setp("eq", ay, Imm(INF), bop="and", c=pdiff)
+    pn = b.setp("gt", ax, Imm(INF), bop="or", c=pn)
+    res = b.sel(Imm(0 if sat else CNAN), res, pn)
+    return b.saturate(res) if sat else res
+
+
+def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
+    b = _B(fr)
+    a, c = _srcs(ins)
+    if ins.op == "fsub":
+        c = b.xor(c, Imm(SIGN))
+    res = _fadd(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    return b.finish(ins.d[0], res)
+
+
+# =============================================================================================
+# mul
+# =============================================================================================
+def _fmul(b: _B, a: Val, c: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    s = b.and_(b.xor(a, c), Imm(SIGN))
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    if ftz:
+        aa, ac = b.flush_mag(aa), b.flush_mag(ac)
+    ma, xa = b.unpack_top(aa)
+    mc, xc = b.unpack_top(ac)
+    t, sm, p0, _ = b.mant_product(ma, mc)
+    # fold the 16 low product bits into bit 0 of T, then normalize T to a leading one at bit 30
+    st = b.shl(b.or_(sm, p0), Imm(24))
+    t = b.or_(t, b.minu(st, Imm(1)))
+    u = b.shr(t, Imm(31))
+    mn = b.or_(b.shr(t, u), b.and_(t, Imm(1)))
+    e = b.sub(b.add(b.add(xa, xc), u), Imm(112))
+    res = b.or_(b.round_pack(s, e, mn, rnd, ftz), s)
+    mx, my = b.maxu(aa, ac), b.minu(aa, ac)
+    pz = b.setp("eq", my, Imm(0))
+    spec = b.sel(s, b.or_(s, Imm(INF)), pz)  # zero, or inf
+    res = b.sel(spec, res, b.setp("ge", mx, Imm(INF), bop="or", c=pz))
+    pn = b.setp("eq", mx, Imm(INF), bop="and", c=pz)  # inf * 0
+    pn = b.setp("gt", mx, Imm(INF), bop="or", c=pn)
+    res = b.sel(Imm(0 if sat else CNAN), res, pn)
+    return b.saturate(res) if sat else res
+
+
+def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
+    b = _B(fr)
+    a, c = _srcs(ins)
+    res = _fmul(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    return b.finish(ins.d[0], res)
+
+
+# =============================================================================================
+# fma
+# =============================================================================================
+def _ffma(b: _B, a: Val, c: Val, z: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    # (ordered to keep few temporaries live: the sources a and c are dead after the first lines)
+    axc = b.xor(a, c)  # sign bit: the product's
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    if ftz:
+        aa, ac = b.flush_mag(aa), b.flush_mag(ac)
+    mx, my = b.maxu(aa, ac), b.minu(aa, ac)
+    ma, xa = b.unpack_top(aa)
+    mc, xc = b.unpack_top(ac)
+    # windows (hi, lo), 64 bits, both below 2^62: the product P << 14 and the addend's
+    # significand << 38; tp, tz: the exponents of their bit 0, both offset by +188
+    tp = b.sub(b.add(xa, xc), Imm(110))
+    t, sm, p0, _ = b.mant_product(ma, mc)
+    ph = b.shr(t, Imm(2))
+    pl = b.or_(
+        b.or_(b.shl(t, Imm(30)), b.shr(b.shl(sm, Imm(24)), Imm(2))), b.shr(b.shl(p0, Imm(24)), Imm(10))
+    )
+    pzp = b.setp("eq", my, Imm(0))  # the product is zero
+    ph = b.cond(pzp, ph, "mov", Imm(0))
+    pl = b.cond(pzp, pl, "mov", Imm(0))
+    tp = b.cond(pzp, tp, "mov", Imm(-1000))
+    az = b.and_(z, Imm(ABS))
+    if ftz:
+        az = b.flush_mag(az)
+    mz, xz = b.unpack_top(az)
+    zh = b.shr(mz, Imm(2))
+    tz = b.add(xz, Imm(8))
+    pzz = b.setp("eq", az, Imm(0))
+    zh = b.cond(pzz, zh, "mov", Imm(0))
+    tz = b.cond(pzz, tz, "mov", Imm(-1000))
+    sp = b.and_(axc, Imm(SIGN))  # sign of the product
+    xs = b.xor(axc, z)  # sign bit: product and addend have different signs
+    pdiff = b.setp("lt", xs, Imm(0), sign="s")
+    # the result when an operand is inf or NaN, decided now (fewer values live through the rest)
+    pinfp = b.setp("eq", mx, Imm(INF))
+    spec = b.sel(b.or_(sp, Imm(INF)), z, pinfp)  # an infinite product, else the (inf) addend
+    pn = b.setp("eq", az, Imm(INF), bop="and", c=pinfp)
+    pn = b.setp("lt", xs, Imm(0), sign="s", bop="and", c=pn)  # inf - inf
+    pn = b.setp("gt", mx, Imm(INF), bop="or", c=pn)
+    pn = b.setp("gt", az, Imm(INF), bop="or", c=pn)
+    pn = b.setp("eq", b.sub(mx, my), Imm(INF), bop="or", c=pn)  # inf * 0 (or a NaN)
+    spec = b.sel(Imm(0 if sat else CNAN), spec, pn)
+    pspec = b.setp("ge", mx, Imm(INF))
+    pspec = b.setp("ge", az, Imm(INF), bop="or", c=pspec)
+    sz = b.and_(z, Imm(SIGN))
+    d = b.sub(tp, tz)
+    ew = b.maxs(tp, tz)
+    pd = b.setp("ge", d, Imm(0), sign="s")  # the product's window is the larger
+    bh, bl = b.sel(ph, zh, pd), b.sel(pl, Imm(0), pd)
+    sh_, sl = b.sel(zh, ph, pd), b.sel(Imm(0), pl, pd)
+    sgn = b.sel(sp, sz, pd)
+    zs = b.or_(sp, sz) if rnd == "rm" else b.and_(sp, sz)  # the sign of an exact zero
+    # shift the smaller window right by |d| with a sticky bit
+    s = b.minu(b.maxs(d, b.sub(Imm(0), d)), Imm(63))
+    p32 = b.setp("ge", s, Imm(32))
+    st0 = b.sel(sl, Imm(0), p32)
+    sl = b.sel(sh_, sl, p32)
+    sh_ = b.sel(Imm(0), sh_, p32)
+    s = b.and_(s, Imm(31))
+    cs = b.sub(Imm(32), s)
+    lost = b.or_(b.shl(sl, cs), st0)
+    sl = b.or_(b.or_(b.shr(sl, s), b.shl(sh_, cs)), b.minu(lost, Imm(1)))
+    sh_ = b.shr(sh_, s)
+    # different signs: negate the smaller (64-bit two's complement), then add
+    sl = b.cond(pdiff, sl, "sub", Imm(0), sl)
+    sh_ = b.cond(pdiff, sh_, "not", sh_)
+    sh_ = b.cond(b.setp("eq", sl, Imm(0), bop="and", c=pdiff), sh_, "add", sh_, Imm(1))
+    lo = b.add(bl, sl)
+    hi = b.add(bh, sh_)
+    hi = b.cond(b.setp("lt", lo, bl), hi, "add", hi, Imm(1))
+    # negative: negate, flip the sign
+    pneg = b.setp("lt", hi, Imm(0), sign="s")
+    lo = b.cond(pneg, lo, "sub", Imm(0), lo)
+    hi = b.cond(pneg, hi, "not", hi)
+    hi = b.cond(b.setp("eq", lo, Imm(0), bop="and", c=pneg), hi, "add", hi, Imm(1))
+    sgn = b.cond(pneg, sgn, "xor", sgn, Imm(SIGN))
+    # normalize: the top word with its leading one at bit 30, the rest folded into bit 0
+    ph0 = b.setp("eq", hi, Imm(0))
+    hi = b.sel(b.shr(lo, Imm(1)), hi, ph0)
+    lo = b.sel(b.shl(lo, Imm(31)), lo, ph0)
+    ew = b.cond(ph0, ew, "sub", ew, Imm(31))
+    n = b.sub(b.op("clz", hi), Imm(1))
+    top = b.or_(b.shl(hi, n), b.shr(lo, b.sub(Imm(32), n)))
+    top = b.or_(top, b.minu(b.shl(lo, n), Imm(1)))
+    e = b.sub(ew, n)
+    # exact zero: +0 (-0 when rounding down) unless both addends are zeros of one sign
+    pz = b.setp("eq", top, Imm(0))
+    e = b.cond(pz, e, "mov", Imm(0))
+    sgn = b.sel(zs, sgn, pz)
+    res = b.or_(b.round_pack(sgn, e, top, rnd, ftz), sgn)
+    res = b.sel(spec, res, pspec)
+    return b.saturate(res) if sat else res
+
+
+def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
+    b = _B(fr)
+    a, c, z = _srcs(ins)
+    res = _ffma(b, a, c, z, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    return b.finish(ins.d[0], res)
+
+
+# =============================================================================================
+# min / max
+# =============================================================================================
+def expand_fminmax(ins: MInstr, fr: object) -> list[MInstr]:
+    """PTX min/max: a NaN operand is ignored (both NaN: canonical NaN), -0 < +0. On the raw
+    words: non-negative floats order like signed integers, two negative ones in reverse."""
+    b = _B(fr)
+    a, c = _srcs(ins)
+    is_min = ins.op == "fmin"
+    if ins.mod("ftz"):
+        a, c = b.flush_word(a), b.flush_word(c)
+    # a NaN becomes the value that loses: 0x7FFFFFFF for min, 0xFFFFFFFF (-1 as s32) for max
+    nanv = Imm(CNAN if is_min else M32)
+    a = b.sel(nanv, a, b.setp("gt", b.and_(a, Imm(ABS)), Imm(INF)))
+    c = b.sel(nanv, c, b.setp("gt", b.and_(c, Imm(ABS)), Imm(INF)))
+    lo, hi = b.mins(a, c), b.maxs(a, c)
+    both_neg = b.setp("lt", b.and_(a, c), Imm(0), sign="s")
+    res = b.sel(hi, lo, both_neg) if is_min else b.sel(lo, hi, both_neg)
+    if not is_min:
+        res = b.sel(Imm(CNAN), res, b.setp("eq", res, Imm(M32)))
+    return b.finish(ins.d[0], res)
+
+
+# =============================================================================================
+# compare
+# =============================================================================================
+# per comparison: (integer comparison on the order keys, which key a NaN replaces, with what)
+_FSETP = {
+    "eq": ("eq", "a", SIGN),
+    "ne": ("ne", "a", "b"),
+    "lt": ("lt", "a", 0x7FFFFFFF),
+    "le": ("le", "b", SIGN),
+    "gt": ("gt", "b", 0x7FFFFFFF),
+    "ge": ("ge", "a", SIGN),
+    "equ": ("eq", "a", "b"),
+    "neu": ("ne", "a", SIGN),
+    "ltu": ("lt", "a", SIGN),
+    "leu": ("le", "a", SIGN),
+    "gtu": ("gt", "b", SIGN),
+    "geu": ("ge", "b", SIGN),
+}
+
+
+def expand_fsetp(ins: MInstr, fr: object) -> list[MInstr]:
+    """Float compare on order keys: key(x) = x for x >= +0, 0x80000000 - x for negative x (so
+    -0 and +0 are both 0 and signed integer order is float order); a NaN operand replaces one
+    key by a value that forces the result (false for ordered, true for unordered compares)."""
+    b = _B(fr)
+    a, c = ins.s[0], ins.s[1]
+    cmp, bop = ins.mod("cmp"), ins.mod("bop")
+    pc = ins.s[2] if len(ins.s) > 2 else None
+    if bop is None:
+        pc = None
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    if cmp in ("num", "nan"):
+        r = b.setp("le" if cmp == "num" else "gt", b.maxu(aa, ac), Imm(INF), bop=bop, c=pc)
+        return b.finish(ins.d[0], r)
+    icmp, who, repl = _FSETP[cmp]
+
+    def key(x: Val, mag: Val) -> Val:
+        if ins.mod("ftz"):
+            x = b.sel(Imm(0), x, b.setp("lt", mag, Imm(0x800000)))
+        return b.sel(b.sub(Imm(SIGN), x), x, b.setp("lt", x, Imm(0), sign="s"))
+
+    ka, kc = key(a, aa), key(c, ac)
+    pnan = b.setp("gt", b.maxu(aa, ac), Imm(INF))
+    if who == "a":
+        ka = b.sel(kc if repl == "b" else Imm(repl), ka, pnan)  # type: ignore[arg-type]
+    else:
+        kc = b.sel(Imm(repl), kc, pnan)  # type: ignore[arg-type]
+    r = b.setp(icmp, ka, kc, sign="s", bop=bop, c=pc)
+    return b.finish(ins.d[0], r)
+
+
+# =============================================================================================
+# conversions
+# =============================================================================================
+def expand_i2f(ins: MInstr, fr: object) -> list[MInstr]:
+    """cvt.rnd.f32.{s32,u32}: normalize with clz, round once (no subnormal, no overflow)."""
+    b = _B(fr)
+    (x,) = _srcs(ins)
+    rnd = ins.mod("rnd")
+    if ins.mod("sign") == "s":
+        sgn = b.and_(x, Imm(SIGN))
+        m = b.shr(x, Imm(31), sign="s")
+        mag = b.sub(b.xor(x, m), m)
+    else:
+        sgn, mag = Imm(0), x
+        if rnd == "rm":
+            rnd = "rz"
+    k = b.op("clz", mag)
+    mm = b.shl(mag, k)
+    mn = b.or_(b.shr(mm, Imm(1)), b.and_(mm, Imm(1)))
+    e = b.sub(Imm(157), k)
+    p = b.round_pack(sgn, e, mn, rnd, False, subnormal=False, ovf=False)
+    p = b.sel(Imm(0), p, b.setp("eq", mag, Imm(0)))
+    return b.finish(ins.d[0], b.or_(p, sgn))
+
+
+_IRND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}
+
+
+def expand_f2i(ins: MInstr, fr: object) -> list[MInstr]:
+    """cvt.irnd{.ftz}.{s32,u32}.f32: round the significand to an integer in the mode, saturate,
+    NaN -> 0."""
+    b = _B(fr)
+    (a,) = _srcs(ins)
+    rnd = _IRND[ins.mod("irnd") or "rzi"]
+    signed = ins.mod("sign") == "s"
+    mag = b.and_(a, Imm(ABS))
+    if ins.mod("ftz"):
+        mag = b.flush_mag(mag)
+    neg = b.shr(a, Imm(31), sign="s")  # all ones when negative
+    e1 = b.maxu(b.shr(mag, Imm(23)), Imm(1))
+    # significand with its leading one at bit 30 (none for subnormals and zero)
+    mn = b.and_(b.shl(b.or_(mag, b.minu(mag, Imm(0x800000))), Imm(7)), Imm(0x7FFFFFFF))
+    # value = mn * 2^(e1 - 157): integer part = mn >> (157 - e1)
+    sh = b.maxs(b.sub(Imm(157), e1), Imm(0))
+    if rnd == "rn":
+        halfm1 = b.shr(Imm(0x7FFFFFFF), b.sub(Imm(32), sh))
+        odd = b.and_(b.shr(mn, sh), b.minu(sh, Imm(1)))
+        q = b.shr(b.add(mn, b.add(halfm1, odd)), sh)
+    elif rnd == "rz":
+        q = b.shr(mn, sh)
+    else:
+        sh = b.minu(sh, Imm(31))
+        mask = b.shr(Imm(M32), b.sub(Imm(32), sh))
+        up = neg if rnd == "rm" else b.op("not", neg)
+        q = b.shr(b.add(mn, b.and_(mask, up)), sh)
+    if signed:
+        q = b.sub(b.xor(q, neg), neg)  # apply the sign
+        sat = b.xor(neg, Imm(0x7FFFFFFF))  # INT_MAX, or INT_MIN when negative
+        q = b.sel(sat, q, b.setp("ge", e1, Imm(158)))
+    else:
+        q = b.shl(q, b.maxs(b.sub(e1, Imm(157)), Imm(0)))  # 2^31 <= |a| < 2^32: one more bit
+        q = b.sel(Imm(M32), q, b.setp("ge", e1, Imm(159)))
+        q = b.sel(Imm(0), q, b.setp("lt", a, Imm(0), sign="s"))
+    q = b.sel(Imm(0), q, b.setp("gt", mag, Imm(INF)))
+    return b.finish(ins.d[0], q)
+
+
+def expand_frnd(ins: MInstr, fr: object) -> list[MInstr]:
+    """cvt.f32.f32: round to integral (irnd), else saturate (sat), else flush (ftz)."""
+    b = _B(fr)
+    (a,) = _srcs(ins)
+    irnd, ftz, sat = ins.mod("irnd"), ins.mod("ftz"), ins.mod("sat")
+    if ftz:
+        a = b.flush_word(a)
+    if irnd is None:
+        if sat:  # NaN and every negative (sign bit set: > INF as u32) -> +0
+            a = b.sel(Imm(0), b.minu(a, Imm(ONE)), b.setp("gt", a, Imm(INF)))
+        return b.finish(ins.d[0], a)
+    rnd = _IRND[irnd]
+    mag = b.and_(a, Imm(ABS))
+    sgn = b.and_(a, Imm(SIGN))
+    # |a| >= 1: clear the fraction bits of the word, rounding through the packed bits
+    fb = b.maxs(b.sub(Imm(150), b.shr(mag, Imm(23))), Imm(0))
+    if rnd == "rn":
+        halfm1 = b.shr(Imm(0x7FFFFFFF), b.sub(Imm(32), fb))
+        odd = b.and_(b.shr(mag, fb), b.minu(fb, Imm(1)))
+        t = b.add(mag, b.add(halfm1, odd))
+    elif rnd == "rz":
+        t = mag
+    else:
+        mask = b.shr(Imm(M32), b.sub(Imm(32), fb))
+        neg = b.shr(a, Imm(31), sign="s")
+        up = neg if rnd == "rm" else b.op("not", neg)
+        t = b.add(mag, b.and_(mask, up))
+    r = b.shl(b.shr(t, fb), fb)
+    # |a| < 1: 0 or 1 by mode
+    if rnd == "rn":
+        small: Val = b.sel(Imm(ONE), Imm(0), b.setp("gt", mag, Imm(0x3F000000)))
+    elif rnd == "rz":
+        small = Imm(0)
+    else:
+        pup = b.setp("ne", mag, Imm(0))
+        pup = b.setp("lt" if rnd == "rm" else "ge", a, Imm(0), sign="s", bop="and", c=pup)
+        small = b.sel(Imm(ONE), Imm(0), pup)
+    r = b.sel(small, r, b.setp("lt", mag, Imm(ONE)))
+    r = b.or_(r, sgn)
+    r = b.sel(Imm(CNAN), r, b.setp("gt", mag, Imm(INF)))
+    return b.finish(ins.d[0], r)
+
+
+FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
+    "fadd": expand_fadd,
+    "fsub": expand_fadd,
+    "fmul": expand_fmul,
+    "ffma": expand_ffma,
+    "fmin": expand_fminmax,
+    "fmax": expand_fminmax,
+    "fsetp": expand_fsetp,
+    "i2f": expand_i2f,
+    "f2i": expand_f2i,
+    "frnd": expand_frnd,
+}
+
+
+def expand_floats(prog: object, ops: dict | None = None) -> object:
+    """``prog`` (virtual registers, before allocation) with every float op replaced by its integer
+    sequence, by the rules of soft.py's framework (a self-contained copy, so the float sequences
+    can be measured and tested alone): a guarded op guards the sequence's writes of
+    non-temporaries (its destination), or is branched around when the sequence has a loop."""
+    from dataclasses import replace
+
+    from qwengpu.machine.soft import Fresh
+
+    table = FLOAT_EXPANDERS if ops is None else ops
+    fr = Fresh(prog)  # type: ignore[arg-type]
+    groups: list[list[MInstr]] = []
+    for ins in prog.code:  # type: ignore[attr-defined]
+        fn = table.get(ins.op)
+        if fn is None:
+            groups.append([ins])
+            continue
+        fr.ptx = ins.ptx
+        seq = fn(replace(ins, m=dict(ins.m), guard=None), fr)
+        for x in seq:
+            x.ptx = ins.ptx
+        g = ins.guard
+        if g is not None and any(x.op == "bra" for x in seq):
+            end = fr.label()
+            seq = [MInstr("bra", guard=g.inv(), target=end, ptx=ins.ptx), *seq, MInstr("@label", target=end)]
+        elif g is not None:
+            for x in seq:
+                if any(not fr.is_temp(d) for d in x.d):
+                    assert x.guard is None, f"guarded write of a non-temporary: {x}"
+                    x.guard = g
+        groups.append(seq)
+    new_pc: list[int] = []
+    label_pc: dict[int, int] = {}
+    code: list[MInstr] = []
+    for seq in groups:
+        new_pc.append(len(code))
+        for x in seq:
+            if x.op == "@label":
+                label_pc[x.target] = len(code)  # type: ignore[index]
+            else:
+                code.append(x)
+    new_pc.append(len(code))
+    out = []
+    for x in code:
+        if x.target is not None:
+            x = replace(x, m=dict(x.m), target=label_pc[x.target] if x.target < 0 else new_pc[x.target])
+        out.append(x)
+    ranges = [(new_pc[a], new_pc[b]) for a, b in prog.ptx_ranges]  # type: ignore[attr-defined]
+    return replace(prog, code=out, nregs=fr.nr, npreds=fr.np, ptx_ranges=ranges)  # type: ignore[call-overload]
+
+
+__all__ = ["FLOAT_EXPANDERS", "MUL_SHAPE", "MUL_SHAPES", "expand_floats"]

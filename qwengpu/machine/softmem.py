@@ -1,0 +1,1002 @@
+"""Lowering for the weights: memory spaces, atomics, sub-word stores, warp ops and 2-D/3-D launches.
+
+The circuit in the weights (``circuit.py``) has ONE memory, ``gmem``: 1024 32-bit words, word
+addressed (a 4-byte ``ld``/``st`` reads/writes the word containing ``address + off``), shared by
+every thread of the launch; blocks run one after another, warps one at a time (a warp runs until
+all its lanes wait at a barrier or exited). Its special registers are the linear thread index
+in the block (``tid``), ``laneid``, ``warpid`` and the linear block index (``ctaid``). This module
+lowers everything else of the machine ISA that touches memory, other lanes or the launch shape
+onto that, as host-side sequences of ``soft.WEIGHT_OPS``:
+
+* **shared memory** -> gmem words ``[shared_base, 1024)`` at the top of gmem (``shared_base = 1024
+  - S`` for S words, S <= 256, so it always lies in [768, 1024)): the access becomes a global one
+  with ``base = GLOBAL_BASE + 4 * shared_base + base``. Blocks run one after another, so one region
+  serves all of them; the interpreter starts every block with zeroed shared memory plus the
+  static initializers (``layout.shared_init``). The program therefore starts with a PROLOGUE in
+  which warp 0 (which always runs first in a block, and runs until its first barrier or exit)
+  clears the region and stores the initializer words; other warps branch over it. With one block
+  the clearing is skipped (gmem beyond the launch's buffers starts zeroed), initializers are not.
+* **local memory** (``.local`` arrays, ``callparam``) -> a per-thread region laid out *transposed*:
+  word k of thread t is gmem word ``local_base + k * NT + t`` (NT = the block's thread count
+  rounded up to a power of two), so an address is ``4 * tid + 4 * local_base + offset * NT``:
+  two instructions (``s2r tid``, ``shl``) plus a shift for a register offset. Cleared per thread
+  in the prologue when the launch has more than one block (the interpreter zeroes it per block).
+* **allocator spills** -> the same transposed layout below the other regions: after allocation,
+  when the program spills, it is re-allocated with 31 registers and ``r31 = 4 * tid`` is set at
+  entry (the spill slot address is ``r31 + const``). Spill slots are always written before they
+  are read (the allocator zero-initializes live-in values and stores them), so they need no
+  clearing.
+* **atomics** (``atom``/``red``: every aop, u32/s32/b32/f32): lane-serialised read-modify-write in
+  the interpreter's lane order: every lane counts down from its ``laneid`` and does its ld/op/st
+  when the count is 0, then leaves the loop (iteration k serves lane k; the loop runs to the
+  highest active lane). Each lane gets its own old value. f32 add emits ``fadd.rn.ftz`` (the
+  interpreter's model), f32 min/max ``fmin/fmax``: the float expander (softfloat.py) expands them.
+* **sub-word stores** (``st`` size 1/2, every space): the same loop around a read-modify-write of
+  the containing word (the load keeps ``chk`` = size, so bounds and alignment are checked as for
+  the original store), so lanes writing bytes of one word keep each other's bytes.
+* **shfl / shflp**: the interpreter's ``shfl`` reads the source lane's register *whatever that
+  lane is doing* (inactive, exited: its last value). Every register a ``shfl`` reads gets a
+  SHADOW region (one word per thread slot of every warp, ``32 * nwarps`` words): after every
+  definition of the register a store of the new value to the thread's word, with the
+  definition's guard. ``shfl`` then computes the source lane (clamp/segment rules exactly as
+  ``sim._shfl_lanes``) and loads the source lane's shadow word. Never-written shadows are zero,
+  like never-written registers (cleared in the prologue for blocks after the first; padding
+  lanes of a partial warp are never written). ``shflp`` is pure arithmetic.
+* **vote any/all/uni, ballot**: over the ACTIVE lanes (those executing it with a true guard). A
+  per-thread slot region (zero outside vote sequences) and a per-lane-group partial region:
+  active lanes store their contribution (ballot: ``1 << laneid``; votes: counts packed as
+  ``#a << 16 | #b``), every lane of a 4-lane group sums the group's 4 slots and stores the sum as
+  the group's partial (groups with no active lane are never written: 0), every lane sums the
+  warp's 8 partials, then the active lanes clear their slot and partial again. Inactive lanes'
+  slots are 0, so they cannot count. Straight-line (all active lanes run it in lock step: a
+  machine instruction is executed by all its lanes before the next one).
+* **2-D/3-D launches and launch constants**: the program is run as a 1-D launch of
+  ``nthreads`` threads and ``nblocks`` blocks (the circuit's linear indices; x fastest, as the
+  interpreter linearises). ``s2r tid.x`` of the expanded program is the linear thread index,
+  ``s2r ctaid.x`` the linear block index; ``tid.{x,y,z}`` and ``ctaid.{x,y,z}`` of the kernel
+  become divisions/remainders of them by launch constants (shifts for powers of two, multiply by
+  a reciprocal checked exhaustively for the < 64 possible values otherwise), ``ntid``,
+  ``nctaid``, ``nwarpid``, ``dynamic_smem_size``, ``total_smem_size`` become immediates,
+  ``lanemask_*`` two instructions over ``laneid``.
+
+All of this needs the launch (``MemPlan``): ``lower_for_weights(prog, grid, block, dynamic_shared)``
+plans the memory, rewrites the specials and adds the prologue, runs ``soft.expand_for_weights``
+with ``MemOptions(plan=...)`` (the expanders here read ``fr.opts.plan``), adds the shadow stores,
+allocates and maps spills. Launch constants and other single-``mov`` constants are propagated
+into their uses BEFORE the expansion (a multiply by ``ntid.x`` is a multiply by a constant).
+Without a plan (plain ``soft.expand_for_weights``) only atomics and ``shflp`` are expanded (they
+need no layout); shared/local accesses, sub-word stores and warp ops stay (the plain simulator
+checks a sub-word store's bounds by bytes, the expanded store by words).
+
+Costs (machine instructions; ``bench/weights_census.py`` for whole kernels): an atomic or a
+sub-word store is 3 + (3 + op) per lane up to the highest active lane (add: 6/lane, ~195 for a
+full warp; a byte store 7/lane); a shared access 0 extra, a local one 2 (4 at a register offset);
+``shfl`` ~9 plus 3 per definition of its source; a vote/ballot ~35 (straight line).
+
+Layout of gmem (words), top down: shared ``[1024 - S, 1024)``; local ``NT * local_words``;
+one shadow region per shfl source (``32 * nwarps`` each); the vote slots (``32 * nwarps``) and
+partials (``8 * nwarps``); the spill slots (``NT * spill_words``); the launch's buffers (the
+arena) must end below all of that (``MemPlan.check_arena``, refused with a MachineLimitError
+naming the sizes).
+
+Checking: ``simulate_weights`` / ``run_weights`` run the result on the ISA simulator as the 1-D
+launch the circuit runs, with global memory extended by a buffer over the machine's own regions,
+so shared/local/shadow/vote memory persists across blocks exactly as gmem does in the weights
+(the prologue's clearing is exercised) and stray accesses outside the regions still fault.
+
+Deviations (faulty programs only; the weights do not detect memory faults): shared/local
+accesses out of their bounds are not reported by the simulator of the expanded program (they land
+in other regions); an atomic's fault is reported as a load; a misaligned 4-byte local access at a
+register offset is not reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine import soft
+from qwengpu.machine.isa import FALSE, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.machine.limits import LIMITS
+from qwengpu.machine.lower import Program
+from qwengpu.machine.regalloc import AFTER, rebuild
+from qwengpu.machine.soft import EXPANDERS, Fresh, Options, Seq, expander
+from qwengpu.simt.memory import GLOBAL_BASE
+
+M32 = 0xFFFFFFFF
+WARP = 32
+MAPPED = ("shared", "local", "callparam")  # spaces this module maps into gmem
+LAUNCH_SPECIALS = (
+    "tid.x", "tid.y", "tid.z", "ntid.x", "ntid.y", "ntid.z", "ctaid.x", "ctaid.y", "ctaid.z",
+    "nctaid.x", "nctaid.y", "nctaid.z", "nwarpid", "lanemask_eq", "lanemask_lt", "lanemask_le",
+    "lanemask_ge", "lanemask_gt", "dynamic_smem_size", "total_smem_size",
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan: where everything lives in gmem
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemPlan:
+    """The launch and the gmem layout (words) of the machine's own regions for one program."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared: int
+    gmem_words: int
+    shared_bytes: int  # per block, as the interpreter sizes it (static + dynamic)
+    static_shared: int
+    shared_base: int  # first word of the shared region (gmem_words when there is none)
+    shared_init: tuple[tuple[int, int], ...]  # (shared word, nonzero value)
+    tstride: int  # NT: thread slots per transposed per-thread word (power of two >= nthreads)
+    local_words: int
+    local_base: int
+    shadows: tuple[tuple[int, int], ...]  # (vreg read by shfl, region base); 32 * nwarps words each
+    vote_base: int | None  # per-thread vote slots (32 * nwarps words)
+    part_base: int | None  # per-lane-group partial sums (8 * nwarps words)
+    low: int  # lowest word of the machine's regions (before spills)
+    spill_words: int = 0
+    spill_base: int | None = None
+
+    @property
+    def nthreads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def nblocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def nwarps(self) -> int:
+        return -(-self.nthreads // WARP)
+
+    @property
+    def wstride(self) -> int:
+        return WARP * self.nwarps
+
+    @property
+    def shared_words(self) -> int:
+        return (self.shared_bytes + 3) // 4
+
+    @property
+    def bottom(self) -> int:
+        """Lowest gmem word the machine's own regions use (the arena must end at or below it)."""
+        return self.low if self.spill_base is None else self.spill_base
+
+    def shadow(self, vreg: int) -> int | None:
+        return dict(self.shadows).get(vreg)
+
+    def regions(self) -> list[tuple[str, int, int]]:
+        """(name, first word, words) of every region, top down."""
+        out = []
+        if self.shared_words:
+            out.append(("shared", self.shared_base, self.gmem_words - self.shared_base))
+        if self.local_words:
+            out.append(("local", self.local_base, self.local_words * self.tstride))
+        for v, b in self.shadows:
+            out.append((f"shfl shadow of %r{v}", b, self.wstride))
+        if self.vote_base is not None:
+            out.append(("vote slots", self.vote_base, self.wstride))
+            out.append(("vote partials", self.part_base, self.wstride // 4))  # type: ignore[arg-type]
+        if self.spill_base is not None:
+            out.append(("spill slots", self.spill_base, self.spill_words * self.tstride))
+        return out
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {w} words at {b}" for n, b, w in self.regions()) or "none"
+
+    def check_arena(self, arena_words: int) -> None:
+        """Refuse a launch whose buffers overlap the machine's own regions."""
+        if arena_words > self.bottom:
+            raise MachineLimitError(
+                f"the launch's buffers need {arena_words} words of global memory, but the machine in "
+                f"the weights keeps words {self.bottom}..{self.gmem_words - 1} for its own regions "
+                f"({self.describe()}), leaving {self.bottom}"
+            )
+
+
+def shared_size(prog: Program, dynamic_shared: int) -> int:
+    """Shared memory bytes per block exactly as the interpreter/simulator size it."""
+    lay = prog.layout
+    dyn_off = (lay.static_shared + 15) // 16 * 16
+    size = dyn_off + dynamic_shared if lay.dynamic_shared_syms else lay.static_shared
+    return max(size, lay.static_shared + dynamic_shared)
+
+
+def shfl_sources(prog: Program) -> list[int]:
+    """Virtual registers read by ``shfl`` from other lanes."""
+    out: list[int] = []
+    for ins in prog.code:
+        if ins.op == "shfl" and isinstance(ins.s[0], R) and ins.s[0].n not in out:
+            out.append(ins.s[0].n)
+    return out
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def plan_memory(
+    prog: Program,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    dynamic_shared: int = 0,
+    gmem_words: int | None = None,
+) -> MemPlan:
+    """Where shared, local, shadow and vote memory live in gmem for this program and launch."""
+    if prog.allocated:
+        raise ValueError("plan_memory works on virtual registers: call it before allocate()")
+    top = gmem_words if gmem_words is not None else LIMITS.global_words
+    grid, block = tuple(int(x) for x in grid), tuple(int(x) for x in block)  # type: ignore[assignment]
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > LIMITS.threads_per_block or grid[0] * grid[1] * grid[2] > LIMITS.blocks_per_launch:
+        raise MachineLimitError(
+            f"the launch has grid {grid}, block {block}; the machine in the weights runs at most "
+            f"{LIMITS.blocks_per_launch} blocks of {LIMITS.threads_per_block} threads"
+        )
+    sbytes = shared_size(prog, dynamic_shared)
+    swords = (sbytes + 3) // 4
+    if swords > LIMITS.shared_words:
+        raise MachineLimitError(
+            f"the launch needs {swords} words of shared memory per block; the machine in the weights "
+            f"maps at most {LIMITS.shared_words} (global-memory words {top - LIMITS.shared_words}..{top - 1})"
+        )
+    cur = top - (swords + 3) // 4 * 4 if swords else top  # 16-byte aligned
+    shared_base = cur
+    init: dict[int, int] = {}
+    for off, data in prog.layout.shared_init:
+        for i, byte in enumerate(data):
+            w, k = divmod(off + i, 4)
+            init[w] = init.get(w, 0) | byte << (8 * k)
+    nt = _pow2_at_least(nthreads)
+    nwarps = -(-nthreads // WARP)
+    local_words = (prog.layout.local_size + 3) // 4
+    if not any(x.op in ("ld", "st", "atom") and x.mod("space") in ("local", "callparam") for x in prog.code):
+        local_words = 0  # (call parameters promoted to registers leave a layout but no access)
+    cur -= local_words * nt
+    local_base = cur
+    shadows = []
+    for v in shfl_sources(prog):
+        cur -= WARP * nwarps
+        shadows.append((v, cur))
+    vote_base = part_base = None
+    if any(x.op in ("vote", "ballot") for x in prog.code):
+        cur -= WARP * nwarps
+        vote_base = cur
+        cur -= WARP * nwarps // 4
+        part_base = cur
+    plan = MemPlan(
+        grid=grid,  # type: ignore[arg-type]
+        block=block,  # type: ignore[arg-type]
+        dynamic_shared=dynamic_shared,
+        gmem_words=top,
+        shared_bytes=sbytes,
+        static_shared=prog.layout.static_shared,
+        shared_base=shared_base,
+        shared_init=tuple(sorted((w, v) for w, v in init.items() if v)),
+        tstride=nt,
+        local_words=local_words,
+        local_base=local_base,
+        shadows=tuple(shadows),
+        vote_base=vote_base,
+        part_base=part_base,
+        low=cur,
+    )
+    if cur < 0:
+        raise MachineLimitError(
+            f"kernel {prog.name} needs {top - cur} words of global memory for shared, local and warp "
+            f"memory ({plan.describe()}); the machine in the weights has {top}"
+        )
+    return plan
+
+
+@dataclass(frozen=True)
+class MemOptions(Options):
+    """``soft.Options`` with the launch's memory plan (read by the expanders of this module)."""
+
+    plan: MemPlan | None = field(default=None, compare=False)
+
+
+def _plan(fr: Fresh) -> MemPlan | None:
+    return getattr(fr.opts, "plan", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# addresses
+# ---------------------------------------------------------------------------------------------
+def _mem_mods(ins: MInstr) -> dict:
+    return {k: ins.m[k] for k in ("space", "amode", "base", "off", "chk") if k in ins.m}
+
+
+def _tid4(s: Seq) -> R:
+    """4 * (linear thread index in the block)."""
+    return s.op("shl", s.op("s2r", sr="tid.x"), Imm(2))
+
+
+def _map_address(s: Seq, ins: MInstr, plan: MemPlan) -> tuple[R | Imm, dict]:
+    """(address operand, modifiers) of the global access standing for ``ins``'s shared/local one."""
+    a = ins.s[0]
+    space = ins.mod("space")
+    size, chk = ins.mod("size") or 4, ins.mod("chk")
+    c = ins.mod("base") + ins.mod("off")
+    m = {"space": "global", "amode": ins.mod("amode"), "base": GLOBAL_BASE, "off": 0}
+    if space == "shared":
+        m.update(base=GLOBAL_BASE + 4 * plan.shared_base + ins.mod("base"), off=ins.mod("off"))
+        if chk:
+            m["chk"] = chk
+        return a, m
+    # local: word k of thread t at local_base + k * NT + t
+    nt = plan.tstride
+    sh = nt.bit_length() - 1
+    t4 = _tid4(s)
+    m["amode"] = "z"
+    if chk in (1, 2):
+        m["chk"] = chk  # (chk 8 is dropped: the two words of an 8-byte access are not adjacent)
+    if isinstance(a, Imm):
+        o = (a.v + c) & M32 if ins.mod("amode") == "z" else (_s32(a.v) + c)
+        m["off"] = 4 * plan.local_base + (o >> 2) * 4 * nt + (o & 3)
+        return t4, m
+    if size == 4 and chk not in (1, 2) and c % 4 == 0:  # an aligned word: (a + c) * NT
+        x = s.op("shl", a, Imm(sh)) if sh else a
+        m["off"] = 4 * plan.local_base + c * nt
+    else:
+        o = s.op("add", a, Imm(c)) if c else a
+        hi = s.op("and", o, Imm(~3 & M32))
+        if sh:
+            hi = s.op("shl", hi, Imm(sh))
+        x = s.op("or", hi, s.op("and", o, Imm(3)))
+        m["off"] = 4 * plan.local_base
+    return s.op("add", x, t4), m
+
+
+def _s32(x: int) -> int:
+    x &= M32
+    return x - (1 << 32) if x >> 31 else x
+
+
+# ---------------------------------------------------------------------------------------------
+# loads and stores
+# ---------------------------------------------------------------------------------------------
+_soft_ld = EXPANDERS["ld"]
+
+
+@expander("ld")
+def _x_ld(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
+    plan = _plan(fr)
+    if ins.mod("space") not in MAPPED or plan is None:
+        return _soft_ld(ins, fr)
+    s = Seq(fr)
+    a, m = _map_address(s, ins, plan)
+    m.update(size=ins.mod("size"), sign=ins.mod("sign"))
+    s.emit("ld", ins.d, (a,), **m)
+    return s.code
+
+
+@expander("st")
+def _x_st(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
+    plan = _plan(fr)
+    space, size = ins.mod("space"), ins.mod("size")
+    if size in (1, 2) and space in ("global", *MAPPED):  # (with a launch: the simulator's
+        return _subword_store(ins, fr) if plan is not None else None  # bounds are then words)
+    if space not in MAPPED or plan is None:
+        return None
+    s = Seq(fr)
+    a, m = _map_address(s, ins, plan)
+    m["size"] = size
+    s.emit("st", (), (a, ins.s[1]), **m)
+    return s.code
+
+
+def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
+    """Run ``body(p)`` once per lane in lane order: iteration k has p true on lane k only; a lane
+    leaves the loop after its own iteration, so the loop ends after the highest active lane."""
+    cnt = s.op("s2r", sr="laneid")
+    top = s.label()
+    s.place(top)
+    p = s.setp("eq", cnt, Imm(0))
+    body(p)
+    s.into(cnt, "sub", cnt, Imm(1))
+    s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
+
+
+def _subword_store(ins: MInstr, fr: Fresh) -> list[MInstr]:
+    """st.{1,2}: lane-serialised read-modify-write of the containing word."""
+    s = Seq(fr)
+    a, v = ins.s
+    size = ins.mod("size")
+    bits = 8 * size
+    mask0 = (1 << bits) - 1
+    mods = _mem_mods(ins)
+    mods.pop("chk", None)
+    c = ins.mod("base") + ins.mod("off")
+    k = c & 3
+    if isinstance(a, Imm):
+        t = (a.v + k) & M32
+        al: R | Imm = Imm(t & ~3)
+        sh: R | Imm = Imm(8 * (t & 3))
+    else:
+        t_r = s.op("add", a, Imm(k)) if k else a
+        al = s.op("and", t_r, Imm(~3 & M32))
+        sh = s.op("and", s.op("shl", t_r, Imm(3)), Imm(24))
+    if isinstance(sh, Imm):
+        keep: R | Imm = Imm(~(mask0 << sh.v) & M32)
+        vm: R | Imm = (
+            Imm((v.v & mask0) << sh.v & M32)
+            if isinstance(v, Imm)
+            else s.op("shl", s.op("and", v, Imm(mask0)), sh)
+        )
+    else:
+        keep = s.op("not", s.op("shl", Imm(mask0), sh))
+        vm = s.op("shl", s.op("and", v, Imm(mask0)) if not isinstance(v, Imm) else Imm(v.v & mask0), sh)
+    ld_mods = dict(mods, size=4, sign="u", chk=size)
+    st_mods = dict(mods, size=4, off=ins.mod("off") - k)
+
+    def body(p: P) -> None:
+        w = s.op("ld", a, guard=p, **ld_mods)
+        w2 = s.op("or", s.op("and", w, keep), vm)
+        s.emit("st", (), (al, w2), p, **st_mods)
+
+    _lane_loop(s, body)
+    return s.code
+
+
+# ---------------------------------------------------------------------------------------------
+# atomics
+# ---------------------------------------------------------------------------------------------
+@expander("atom")
+def _x_atom(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
+    space = ins.mod("space")
+    if space not in ("global", *MAPPED):
+        return None
+    s = Seq(fr)
+    a, b = ins.s[0], ins.s[1]
+    c = ins.s[2] if len(ins.s) > 2 else Imm(0)
+    aop, typ = ins.mod("aop"), ins.mod("type")
+    mods = {k: ins.m[k] for k in ("space", "amode", "base", "off") if k in ins.m}
+    old = fr.r()
+
+    def body(p: P) -> None:
+        s.emit("ld", (old,), (a,), p, size=4, sign="u", **mods)
+        if aop == "exch":
+            s.emit("st", (), (a, b), p, size=4, **mods)
+            return
+        if aop == "cas":
+            q = s.setp("eq", old, b, "u", "and", p)
+            s.emit("st", (), (a, c), q, size=4, **mods)
+            return
+        new = _atomic_op(s, aop, typ, old, b)
+        s.emit("st", (), (a, new), p, size=4, **mods)
+
+    _lane_loop(s, body)
+    s.into(ins.d[0], "mov", old)
+    return s.code
+
+
+def _atomic_op(s: Seq, aop: str, typ: str, old: R, b: R | Imm) -> R:
+    """The new value of an atomic (interpreter semantics, ``sim._atomic_function``)."""
+    if typ == "f32":
+        if aop == "add":
+            return s.op("fadd", old, b, rnd="rn", ftz=True)
+        if aop in ("min", "max"):
+            return s.op("fmin" if aop == "min" else "fmax", old, b, ftz=False)
+    if aop in ("add", "and", "or", "xor"):
+        return s.op(aop, old, b)
+    if aop in ("min", "max"):
+        return s.op(aop, old, b, sign="s" if typ == "s32" else "u")
+    if aop == "inc":  # old >= b ? 0 : old + 1
+        q = s.setp("ge", old, b, "u")
+        return s.op("sel", Imm(0), s.op("add", old, Imm(1)), q)
+    if aop == "dec":  # old == 0 || old > b ? b : old - 1
+        q = s.setp("eq", old, Imm(0))
+        q = s.setp("gt", old, b, "u", "or", q)
+        return s.op("sel", b, s.op("sub", old, Imm(1)), q)
+    raise MachineLimitError(f"unsupported atomic {aop}.{typ}")
+
+
+# ---------------------------------------------------------------------------------------------
+# warp shuffles and votes
+# ---------------------------------------------------------------------------------------------
+def _shfl_source(s: Seq, mode: str, b: R | Imm, c: R | Imm, lane: R) -> tuple[R | Imm, P]:
+    """(source lane j, in range) exactly as ``sim._shfl_lanes`` (lane = laneid)."""
+    bv = Imm(b.v & 31) if isinstance(b, Imm) else s.op("and", b, Imm(31))
+    if isinstance(c, Imm):
+        cval, seg = c.v & 31, (c.v >> 8) & 31
+        if seg == 0:
+            maxl: R | Imm = Imm(cval)
+            minl: R | Imm = Imm(0)
+        else:
+            minl = s.op("and", lane, Imm(seg))
+            maxl = s.op("or", minl, Imm(cval & ~seg & 31)) if cval & ~seg & 31 else minl
+        notseg: R | Imm = Imm(~seg & 31)
+    else:
+        cval_r = s.op("and", c, Imm(31))
+        seg_r = s.op("and", s.op("shr", c, Imm(8)), Imm(31))
+        minl = s.op("and", lane, seg_r)
+        notseg = s.op("xor", seg_r, Imm(31))
+        maxl = s.op("or", minl, s.op("and", cval_r, notseg))
+    if mode == "up":
+        j: R | Imm = s.op("sub", lane, bv)
+        ok = s.setp("ge", j, maxl, "s")
+    elif mode == "down":
+        j = s.op("add", lane, bv)
+        ok = s.setp("le", j, maxl, "s")
+    elif mode == "bfly":
+        j = s.op("xor", lane, bv)
+        ok = s.setp("le", j, maxl, "s")
+    else:  # idx
+        if isinstance(bv, Imm) and isinstance(notseg, Imm):
+            hi: R | Imm = Imm(bv.v & notseg.v)
+        else:
+            hi = s.op("and", bv, notseg)
+        if isinstance(minl, Imm) and minl.v == 0:
+            j = hi
+        else:
+            j = s.op("or", minl, hi)
+        if isinstance(j, Imm):
+            ok = (
+                s.setp("le", j, maxl, "s")
+                if not isinstance(maxl, Imm)
+                else (TRUE if j.v <= maxl.v else FALSE)
+            )
+        else:
+            ok = s.setp("le", j, maxl, "s")
+    return j, ok
+
+
+@expander("shfl")
+def _x_shfl(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
+    plan = _plan(fr)
+    if plan is None:
+        return None
+    s = Seq(fr)
+    d = ins.d[0]
+    a, b, c = ins.s
+    if isinstance(a, Imm):
+        s.into(d, "mov", a)
+        return s.code
+    base = plan.shadow(a.n)
+    if base is None:
+        raise MachineLimitError(f"shfl source %r{a.n} has no shadow region in the plan")
+    lane = s.op("s2r", sr="laneid")
+    j, ok = _shfl_source(s, ins.mod("mode"), b, c, lane)
+    if ok.n == PT:
+        src: R | Imm = j if not ok.neg else lane
+    else:
+        src = s.op("sel", j, lane, ok)
+    wb = s.op("sub", s.op("s2r", sr="tid.x"), lane)  # the warp's first thread
+    idx = s.op("add", wb, src)
+    s.emit("ld", (d,), (s.op("shl", idx, Imm(2)),), size=4, sign="u", space="global", amode="z",
+           base=GLOBAL_BASE, off=4 * base)  # fmt: skip
+    return s.code
+
+
+@expander("shflp")
+def _x_shflp(ins: MInstr, fr: Fresh) -> list[MInstr]:
+    s = Seq(fr)
+    b, c = ins.s
+    lane = s.op("s2r", sr="laneid")
+    _, ok = _shfl_source(s, ins.mod("mode"), b, c, lane)
+    s.pcopy(ins.d[0], ok)
+    return s.code
+
+
+@expander("vote", "ballot")
+def _x_vote(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
+    plan = _plan(fr)
+    if plan is None:
+        return None
+    s = Seq(fr)
+    pa = ins.s[0]
+    vb, pb = 4 * plan.vote_base, 4 * plan.part_base  # type: ignore[operator]
+    mode = ins.mod("vmode") if ins.op == "vote" else "ballot"
+    lane = s.op("s2r", sr="laneid")
+    tid = s.op("s2r", sr="tid.x")
+    if mode == "ballot":
+        vt: R | Imm = s.op("shl", Imm(1), lane)
+        vf: R | Imm = Imm(0)
+    else:  # hi16 / lo16 counts: any: #true/#active, all: #false/#active, uni: #true/#false
+        vt, vf = {
+            "any": (Imm(0x10001), Imm(1)),
+            "all": (Imm(1), Imm(0x10001)),
+            "uni": (Imm(0x10000), Imm(1)),
+        }[mode]
+    v = s.op("sel", vt, vf, pa)
+    t4 = s.op("shl", tid, Imm(2))
+
+    def st(addr: R, off: int, val: R | Imm) -> None:
+        s.emit("st", (), (addr, val), size=4, space="global", amode="z", base=GLOBAL_BASE, off=off)
+
+    def ld(addr: R, off: int) -> R:
+        return s.op("ld", addr, size=4, sign="u", space="global", amode="z", base=GLOBAL_BASE, off=off)
+
+    st(t4, vb, v)
+    g4 = s.op("and", t4, Imm(~15 & M32))  # 4 * the group's first thread
+    part = ld(g4, vb)
+    for k in range(1, min(4, plan.nthreads)):
+        part = s.op("add", part, ld(g4, vb + 4 * k))
+    p4 = s.op("and", tid, Imm(~3 & M32))  # 4 * (absolute group index)
+    st(p4, pb, part)
+    w4 = s.op("and", tid, Imm(~31 & M32))  # 4 * the warp's first group
+    acc = ld(w4, pb)
+    for k in range(1, -(-min(WARP, plan.nthreads) // 4)):
+        acc = s.op("add", acc, ld(w4, pb + 4 * k))
+    st(t4, vb, Imm(0))
+    st(p4, pb, Imm(0))
+    d = ins.d[0]
+    if mode == "ballot":
+        s.into(d, "mov", acc)
+    elif mode == "any":
+        s.setp_into(d, "ge", acc, Imm(0x10000), "u")
+    elif mode == "all":
+        s.setp_into(d, "lt", acc, Imm(0x10000), "u")
+    else:
+        q = s.setp("eq", s.op("and", acc, Imm(0xFFFF)), Imm(0))
+        s.setp_into(d, "lt", acc, Imm(0x10000), "u", "or", q)
+    return s.code
+
+
+# ---------------------------------------------------------------------------------------------
+# program-level passes: launch specials + prologue (before expansion), shadows (after), spills
+# ---------------------------------------------------------------------------------------------
+def _udiv_const(s: Seq, x: R, d: int, maxv: int) -> R | Imm:
+    """x // d for 0 <= x <= maxv (d a launch constant)."""
+    if d == 1:
+        return x
+    if maxv < d:
+        return Imm(0)
+    if d & (d - 1) == 0:
+        return s.op("shr", x, Imm(d.bit_length() - 1))
+    for sh in range(1, 32):
+        m = -(-(1 << sh) // d)
+        if maxv * m < 1 << 32 and all((v * m) >> sh == v // d for v in range(maxv + 1)):
+            return s.op("shr", s.op("mul", x, Imm(m)), Imm(sh))
+    raise AssertionError(f"no reciprocal for {d}")  # pragma: no cover (maxv < 64)
+
+
+def _umod_const(s: Seq, x: R | Imm, d: int, maxv: int) -> R | Imm:
+    if isinstance(x, Imm):
+        return Imm(x.v % d)
+    if d == 1:
+        return Imm(0)
+    if maxv < d:
+        return x
+    if d & (d - 1) == 0:
+        return s.op("and", x, Imm(d - 1))
+    q = _udiv_const(s, x, d, maxv)
+    return s.op("sub", x, s.op("mul", q, Imm(d)))
+
+
+def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
+    """d = the special register ``sr`` of the launch, from the circuit's linear indices."""
+    bx, by, bz = plan.block
+    gx, gy, gz = plan.grid
+    base, _, axis = sr.partition(".")
+    const: dict[str, int] = {
+        "ntid.x": bx, "ntid.y": by, "ntid.z": bz, "nctaid.x": gx, "nctaid.y": gy, "nctaid.z": gz,
+        "nwarpid": plan.nwarps, "total_smem_size": plan.shared_bytes,
+        "dynamic_smem_size": plan.shared_bytes - plan.static_shared,
+    }  # fmt: skip
+    if sr in const:
+        s.into(d, "mov", Imm(const[sr]))
+        return
+    if base in ("tid", "ctaid"):
+        dims, n = ((bx, by, bz), plan.nthreads) if base == "tid" else ((gx, gy, gz), plan.nblocks)
+        if axis == "x" and dims[1] * dims[2] == 1:
+            s.into(d, "s2r", sr=f"{base}.x")  # the linear index is the x index
+            return
+        lin = s.op("s2r", sr=f"{base}.x")  # linear in the 1-D launch the circuit runs
+        maxv = n - 1
+        if axis == "x":
+            v = _umod_const(s, lin, dims[0], maxv)
+        elif axis == "y":
+            q = _udiv_const(s, lin, dims[0], maxv)
+            v = _umod_const(s, q, dims[1], maxv // dims[0])
+        else:
+            v = _udiv_const(s, lin, dims[0] * dims[1], maxv)
+        s.into(d, "mov", v)
+        return
+    lane = s.op("s2r", sr="laneid")
+    if sr == "lanemask_eq":
+        s.into(d, "shl", Imm(1), lane)
+    elif sr in ("lanemask_lt", "lanemask_ge"):
+        t = s.op("sub", s.op("shl", Imm(1), lane), Imm(1))
+        s.into(d, "mov" if sr == "lanemask_lt" else "not", t)
+    else:  # le, gt: (2 << lane) - 1 (lane 31: 0 - 1 = all ones)
+        t = s.op("sub", s.op("shl", Imm(2), lane), Imm(1))
+        s.into(d, "mov" if sr == "lanemask_le" else "not", t)
+
+
+def _prologue(fr: Fresh, plan: MemPlan, ptx: int) -> list[MInstr]:
+    """Per-block initialisation of the machine's regions (see the module docstring); a ``bra``
+    with target 0 goes to the program's first instruction."""
+    s = Seq(fr)
+    fr.ptx = ptx
+    if plan.nblocks > 1 and (plan.local_words or plan.shadows):  # each thread its own words
+        t4 = _tid4(s)
+        offs = [plan.local_base + k * plan.tstride for k in range(plan.local_words)]
+        for w in offs + [b for _, b in plan.shadows]:
+            s.emit("st", (), (t4, Imm(0)), size=4, space="global", amode="z", base=GLOBAL_BASE, off=4 * w)
+    clear = plan.shared_words and plan.nblocks > 1
+    if clear or plan.shared_init:
+        w = s.op("s2r", sr="warpid")
+        s.emit("bra", guard=s.setp("ne", w, Imm(0)), target=0)  # warps 1.. skip; warp 0 runs first
+        if clear:
+            lane = s.op("s2r", sr="laneid")
+            a4 = s.op("shl", lane, Imm(2))
+            nl = min(WARP, plan.nthreads)
+            nw = plan.shared_words
+            for k in range(0, nw, nl):
+                g = s.setp("lt", lane, Imm(nw - k)) if nw - k < nl else None
+                s.emit("st", (), (a4, Imm(0)), g, size=4, space="shared", off=4 * k)
+        for wd, v in plan.shared_init:
+            s.emit("st", (), (Imm(4 * wd), Imm(v)), size=4, space="shared")
+    return s.code
+
+
+def _launch_pass(prog: Program, plan: MemPlan) -> Program:
+    """Launch specials -> sequences over the linear indices; the prologue before the first
+    instruction (outside every PTX range: it is not a PTX instruction)."""
+    fr = Fresh(prog)
+    items: list[tuple[int, MInstr]] = []
+    if prog.code:
+        items += [(AFTER, x) for x in _prologue(fr, plan, prog.code[0].ptx)]
+    for pc, ins in enumerate(prog.code):
+        if ins.op == "s2r" and ins.mod("sr") in LAUNCH_SPECIALS:
+            fr.ptx = ins.ptx
+            s = Seq(fr)
+            d = ins.d[0]
+            tmp = fr.r() if ins.guard is not None else d
+            _special(s, tmp, ins.mod("sr"), plan)
+            if ins.guard is not None:
+                s.emit("mov", (d,), (tmp,), ins.guard)
+            if len(s.code) == 1 and s.code[0].op == "s2r" and s.code[0].d == ins.d and ins.guard is None:
+                items.append((pc, ins))
+                continue
+            items += [(-1, x) for x in s.code[:-1]]
+            items.append((pc, s.code[-1]))
+        else:
+            items.append((pc, ins))
+    out = rebuild(prog, items)
+    return replace(out, nregs=fr.nr, npreds=fr.np)
+
+
+def _shadow_pass(prog: Program, plan: MemPlan) -> Program:
+    """After every definition of a shfl source register: store it to the thread's shadow word."""
+    regs = dict(plan.shadows)
+    if not regs:
+        return prog
+    nr = prog.nregs
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(prog.code):
+        items.append((pc, ins))
+        for d in ins.d:
+            if isinstance(d, R) and d.n in regs and ins.op not in ("call",):
+                t, u = R(nr), R(nr + 1)
+                nr += 2
+                items += [
+                    (AFTER, MInstr("s2r", (t,), (), {"sr": "tid.x"}, ptx=ins.ptx)),
+                    (AFTER, MInstr("shl", (u,), (t, Imm(2)), ptx=ins.ptx)),
+                    (
+                        AFTER,
+                        MInstr(
+                            "st",
+                            (),
+                            (u, d),
+                            {
+                                "space": "global",
+                                "size": 4,
+                                "amode": "z",
+                                "base": GLOBAL_BASE,
+                                "off": 4 * regs[d.n],
+                            },
+                            ins.guard,
+                            ptx=ins.ptx,
+                        ),
+                    ),
+                ]
+    out = rebuild(prog, items)
+    return replace(out, nregs=nr, pinned=set(prog.pinned) - set(regs))
+
+
+FP = 31  # the register holding 4 * tid when the program spills
+
+
+def _map_spills(prog: Program, plan: MemPlan) -> Program:
+    """Spill slots -> the transposed per-thread spill region, addressed from r31 = 4 * tid."""
+    nt = plan.tstride
+    ptx = prog.code[0].ptx if prog.code else -1
+    items: list[tuple[int, MInstr]] = [
+        (AFTER, MInstr("s2r", (R(FP),), (), {"sr": "tid.x"}, ptx=ptx)),
+        (AFTER, MInstr("shl", (R(FP),), (R(FP), Imm(2)), ptx=ptx)),
+    ]
+    for pc, ins in enumerate(prog.code):
+        if ins.op in ("ld", "st") and ins.mod("space") == "spill":
+            slot = ins.mod("off") // 4
+            m = {"space": "global", "size": 4, "amode": "z", "base": GLOBAL_BASE,
+                 "off": 4 * plan.spill_base + 4 * slot * nt}  # type: ignore[operator]  # fmt: skip
+            if ins.op == "ld":
+                m["sign"] = "u"
+            ins = replace(ins, s=(R(FP), *ins.s[1:]), m=m)
+        items.append((pc, ins))
+    out = rebuild(prog, items)
+    return replace(out, nregs=max(out.nregs, FP + 1))
+
+
+def _const_plops(prog: Program) -> Program:
+    """``plop`` with constant operands (the allocator's predicate zero-init) -> ``setp``."""
+    code = []
+    for ins in prog.code:
+        if ins.op == "plop" and all(x.n == PT for x in ins.s):
+            a, b = (not x.neg for x in ins.s)
+            v = {"and": a and b, "or": a or b, "xor": a != b}[ins.mod("bop")]
+            ins = MInstr("setp", ins.d, (Imm(0), Imm(0)), {"cmp": "eq" if v else "ne", "sign": "u"},
+                         ins.guard, None, ins.ptx)  # fmt: skip
+        code.append(ins)
+    return replace(prog, code=code)
+
+
+def expand_with_launch(
+    prog: Program,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    dynamic_shared: int = 0,
+    *,
+    options: Options | None = None,
+    gmem_words: int | None = None,
+) -> tuple[Program, MemPlan]:
+    """Plan + launch specials + prologue + ``soft.expand_for_weights`` + shadow stores (virtual
+    registers; allocate next, and map spills with ``finish_allocation``)."""
+    from qwengpu.machine.regalloc import propagate_constants
+
+    plan = plan_memory(prog, grid, block, dynamic_shared, gmem_words)
+    # launch constants (ntid, nctaid ...) and other single-mov constants become immediates BEFORE
+    # expanding, so the sequences see them (a multiply by ntid.x is a multiply by a constant)
+    p = propagate_constants(_launch_pass(prog, plan))
+    base = options or Options()
+    opts = MemOptions(**{f: getattr(base, f) for f in base.__dataclass_fields__ if f != "plan"}, plan=plan)
+    p = soft.expand_for_weights(p, options=opts)
+    return _shadow_pass(p, plan), plan
+
+
+def lower_for_weights(
+    prog: Program,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    dynamic_shared: int = 0,
+    *,
+    options: Options | None = None,
+    k_regs: int | None = None,
+    gmem_words: int | None = None,
+) -> tuple[Program, MemPlan]:
+    """A lowered program (virtual registers) -> the allocated program the weights run for this
+    launch, and its memory plan (check the launch's arena with ``plan.check_arena(words)``)."""
+    from qwengpu.machine.regalloc import allocate
+
+    p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
+    kr = k_regs if k_regs is not None else LIMITS.registers
+    out = allocate(p, k_regs=kr)
+    if out.spill_words:
+        out = allocate(p, k_regs=min(kr, FP))
+        base = plan.low - out.spill_words * plan.tstride
+        plan = replace(plan, spill_words=out.spill_words, spill_base=base)
+        if base < 0:
+            raise MachineLimitError(
+                f"kernel {prog.name} spills {out.spill_words} words per thread; with {plan.describe()} "
+                f"they do not fit the {plan.gmem_words} words of global memory"
+            )
+        out = _map_spills(out, plan)
+    return _const_plops(out), plan
+
+
+# ---------------------------------------------------------------------------------------------
+# running it on the simulator exactly as the weights run it
+# ---------------------------------------------------------------------------------------------
+def buffers_end(gmem: object) -> int:
+    """The gmem word after the launch's last buffer (what must fit below the machine's regions;
+    the guard gap after it holds nothing)."""
+    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers]  # type: ignore[attr-defined]
+    return max(ends, default=0)
+
+
+def extend_gmem(gmem: object, plan: MemPlan) -> None:
+    """Global memory of a bound launch extended to the machine's gmem: one buffer over the
+    machine's own regions (so the simulator checks accesses against them, and they persist
+    across blocks as gmem does in the weights). Refuses an arena that overlaps them."""
+    import numpy as np
+
+    from qwengpu.simt.memory import Buffer
+
+    arena = gmem.arena  # type: ignore[attr-defined]
+    plan.check_arena(buffers_end(gmem))
+    total = 4 * plan.gmem_words
+    new = np.zeros(total, dtype=np.uint8)
+    n = min(len(arena), total)  # (beyond the last buffer: its zero guard gap)
+    new[:n] = arena[:n]
+    gmem.arena = new  # type: ignore[attr-defined]
+    lo = plan.bottom
+    if lo < plan.gmem_words:
+        gmem.buffers.append(Buffer("(machine regions)", GLOBAL_BASE + 4 * lo, 4 * (plan.gmem_words - lo)))  # type: ignore[attr-defined]
+    bufs = sorted(gmem.buffers, key=lambda b: b.start)  # type: ignore[attr-defined]
+    gmem.buffers = bufs  # type: ignore[attr-defined]
+    gmem._starts = np.array([b.start for b in bufs], dtype=np.uint64)  # type: ignore[attr-defined]
+    # bounds at word granularity, as the weights' memory (a sub-word store rewrites its whole word;
+    # its load still checks the original bytes)
+    gmem._ends = np.array([b.start + (b.size + 3) // 4 * 4 for b in bufs], dtype=np.uint64)  # type: ignore[attr-defined]
+
+
+def simulate_weights(
+    module: object,
+    spec: object,
+    *,
+    max_steps: int | None = None,
+    options: Options | None = None,
+    k_regs: int | None = None,
+    transform: Callable[[Program], Program] | None = None,
+    trace: Callable[[str], None] | None = None,
+) -> tuple[dict, object, Program, MemPlan]:
+    """Lower, ``lower_for_weights`` and run on the ISA simulator as the circuit runs it (a 1-D
+    launch of the linear thread/block indices, gmem persisting across blocks): (outputs, stats,
+    allocated program, plan)."""
+    from qwengpu.machine.lower import lower_kernel
+    from qwengpu.machine.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
+    from qwengpu.ptx.inline import inline_calls
+    from qwengpu.simt.interp import _find_kernel
+    from qwengpu.spec import bind, read_outputs
+
+    fn = _find_kernel(module, spec.kernel)  # type: ignore[arg-type, attr-defined]
+    prog = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])  # type: ignore[arg-type, attr-defined]
+    check_memory_limits(prog)
+    if prog.layout.global_vars:
+        raise MachineLimitError("the machine in the weights has no module global variables yet")
+    if transform is not None:
+        prog = transform(prog)
+    grid, block = tuple(spec.grid), tuple(spec.block)  # type: ignore[attr-defined]
+    out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs)  # type: ignore[arg-type, attr-defined]
+    check_program_limits(out)
+    bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
+    extend_gmem(bound.gmem, plan)
+    sim = MachineSim(out, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
+    st = sim.launch((plan.nblocks, 1, 1), (plan.nthreads, 1, 1), bound.param_bytes, bound.gmem)
+    return read_outputs(spec, bound.gmem), st, out, plan  # type: ignore[arg-type]
+
+
+def run_weights(cu_path: str | Path, spec_path: str | Path | None = None, **kw: object):
+    """``sim.run_machine_sim`` for the program the weights run (``simulate_weights``)."""
+    from qwengpu.cuda import compile_file
+    from qwengpu.machine.sim import MachineResult
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
+    from qwengpu.spec import compare, load_spec
+
+    cu = Path(cu_path)
+    spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
+    module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
+    t0 = time.perf_counter()
+    outputs, st, prog, plan = simulate_weights(module, spec, **kw)  # type: ignore[arg-type]
+    sd = st.as_dict()  # type: ignore[attr-defined]
+    sd["seconds"] = round(time.perf_counter() - t0, 6)
+    sd["plan"] = plan.describe()
+    return MachineResult(spec.kernel, outputs, sd, compare(spec, outputs), prog, spec)
+
+
+#: ops (besides ``soft.WEIGHT_OPS``) the engine encodes or another expander still owns
+OTHER_OPS = frozenset({"bar", "trap", "call", "ret", "fadd", "fsub", "fmul", "ffma", "fmin", "fmax",
+                       "fsetp", "i2f", "f2i", "frnd"})  # fmt: skip
+
+__all__ = [
+    "MemPlan",
+    "MemOptions",
+    "plan_memory",
+    "expand_with_launch",
+    "lower_for_weights",
+    "extend_gmem",
+    "buffers_end",
+    "simulate_weights",
+    "run_weights",
+    "shared_size",
+    "shfl_sources",
+    "OTHER_OPS",
+]
