@@ -89,8 +89,9 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     p = cli("run", str(tmp_path / "missing.cu"))
     assert p.returncode != 0
     _no_traceback(p)
-    p = cli("run", str(dot), "--engine", "machine")  # float ops are beyond the first machine slice
-    assert p.returncode == 6 and "the machine in the weights cannot run" in p.stderr
+    softmax = ROOT / "kernels" / "softmax.cu"  # ex2.approx: no exact machine sequence, refused by name
+    p = cli("run", str(softmax), "--engine", "machine")
+    assert p.returncode == 6 and "ex2.approx" in p.stderr and "beyond the machine" in p.stderr
     _no_traceback(p)
     p = cli("run", str(dot), "--engine", "model")
     assert p.returncode != 0 and "not available yet" in p.stderr
