@@ -114,6 +114,17 @@ def test_corpus_kernels_in_the_weights(machine, name):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["rowsum", "clampf"])
+def test_user_kernels_in_the_weights(machine, name):
+    """Kernels written as a new user would (not from the corpus generator): a shared-memory tree
+    reduction per block (5 blocks of 32 threads, barriers in a loop, a multiply by a register) and
+    a float clamp over 2 blocks; expected values from Python/NumPy in the spec."""
+    run = run_machine(K / f"{name}.cu", model=machine[1], max_tokens=100000)
+    _same(run.outputs, run_kernel(K / f"{name}.cu").outputs)
+    assert run.passed, run.mismatches
+
+
+@pytest.mark.slow
 def test_repeated_run_identical(machine, vadd):
     again = run_machine(K / "vadd.cu", model=machine[1])
     assert again.trace == vadd.trace
@@ -161,3 +172,17 @@ def test_random_kernels_beyond_the_corpus(machine, tmp_path, seed):
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["kernels/saturate.cu", "kernels/logic_ops.cu", "kernels/dot.cu",
+                                  "tests/machine_weights/kernels/bar.cu"])
+def test_corpus_trace_reproduced_by_one_prefill(machine, path):
+    """Replay: the trace written token by token (recurrent path) equals the stock model's argmax at
+    every position of one teacher-forced prefill over prompt + trace (chunked path): a float kernel
+    with an atomic (dot), and two blocks with barriers (bar)."""
+    run = run_machine(ROOT / path, model=machine[1], max_tokens=60000)
+    ids = torch.tensor([run.prompt + run.trace[:-1]])
+    with torch.no_grad():
+        got = machine[1](input_ids=ids, use_cache=False).logits[0, len(run.prompt) - 1 :].argmax(-1).tolist()
+    assert got == run.trace

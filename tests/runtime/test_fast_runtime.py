@@ -404,7 +404,9 @@ def launches(machine):
     return out
 
 
-@pytest.mark.parametrize("name", MACHINE_KERNELS)
+@pytest.mark.parametrize(
+    "name", [k if k == "vadd" else pytest.param(k, marks=pytest.mark.slow) for k in MACHINE_KERNELS]
+)  # intops / bitops repeat tests/machine_weights' stock prefills: slow here, default there
 def test_machine_trace_equals_stock_argmax(machine, launches, name):
     """Every fast token is the stock argmax given the same history (one stock prefill over the
     whole launch); by induction the fast trace is the stock greedy trace. The run took the
