@@ -523,12 +523,17 @@ def run_machine(
     fmt = TraceFormatter(prog, spec.block[0] * spec.block[1] * spec.block[2], trace) if trace else None
     if fmt is not None:
         fmt.feed(prompt[-1])
+    def seen(t: int, n=[0]) -> None:  # noqa: B006 - a counter for the progress callback
+        n[0] += 1
+        if fmt is not None:
+            fmt.feed(t)
+        if progress is not None and n[0] % 256 == 0:
+            progress(n[0])
+
     if runtime == "fast":
         from qwengpu.runtime import run_trace_fast
 
-        tokens = run_trace_fast(model, prompt, max_tokens)
-        for t in tokens if fmt is not None else ():
-            fmt.feed(t)
+        tokens = run_trace_fast(model, prompt, max_tokens, on_token=seen if (fmt or progress) else None)
     else:
         tokens = generate(model, prompt, max_tokens, progress, on_token=fmt.feed if fmt else None)
     trace = tokens

@@ -984,9 +984,10 @@ class FastModel:
         return self.head.argmax(x)
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
-                 stop: int | Iterable[int] | None = None) -> list[int]:
+                 stop: int | Iterable[int] | None = None, on_token=None) -> list[int]:
         """Greedy continuation of ``prompt_ids`` from a fresh state: up to ``max_new_tokens`` tokens,
-        ending with (and including) the first token in ``stop``."""
+        ending with (and including) the first token in ``stop``. ``on_token(t)`` sees every token
+        as it is written (``--trace``, progress)."""
         stops = set() if stop is None else ({int(stop)} if isinstance(stop, int) else {int(s) for s in stop})
         self.reset()
         if max_new_tokens <= 0:
@@ -996,10 +997,14 @@ class FastModel:
         try:  # (~10^5 objects) would cost more than the tokens between passes
             nxt = self.prefill(prompt_ids)
             out = [nxt]
+            if on_token is not None:
+                on_token(nxt)
             layers, argmax = self._layers, self.head.argmax
             while nxt not in stops and len(out) < max_new_tokens:
                 nxt = argmax(layers(nxt))
                 out.append(nxt)
+                if on_token is not None:
+                    on_token(nxt)
         finally:
             if gc_was_on:
                 gc.enable()
@@ -1037,7 +1042,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def run_trace_fast(model: torch.nn.Module, prompt: Sequence[int], max_tokens: int,
-                   stop: int | None = None, fresh: bool = False) -> list[int]:
+                   stop: int | None = None, fresh: bool = False, on_token=None) -> list[int]:
     """Drop-in for ``qwengpu.machine.engine.generate(model, prompt, max_tokens)``: the same greedy
     trace (first token after the prompt .. HALT inclusive, at most ``max_tokens``), from a
     :class:`FastModel` gathered once per model object (``fresh=True`` re-gathers, e.g. after the
@@ -1050,4 +1055,4 @@ def run_trace_fast(model: torch.nn.Module, prompt: Sequence[int], max_tokens: in
     if fast is None:
         fast = FastModel.from_model(model)
         _CACHE[model] = fast
-    return fast.generate(prompt, max_tokens, stop=stop)
+    return fast.generate(prompt, max_tokens, stop=stop, on_token=on_token)
