@@ -151,6 +151,10 @@ def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) ->
     """``save_compiled`` into a temporary folder beside ``out``, add the machine record, rename."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex}"
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # the caller reports progress; no transformers bars
     try:
         save_compiled(model, compiled, tmp)
         side = tmp / MACHINE_SIDECAR
@@ -168,6 +172,8 @@ def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) ->
             os.rename(tmp, out)
         _fsync(out.parent)
     finally:
+        if bars:
+            hf_logging.enable_progress_bar()
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -8,6 +8,7 @@ blockDim) are folded into the program as immediates: they are the constant bank,
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,13 @@ def machine_model(config=None, shape: MachineShape = DEFAULT_SHAPE):
     config = config if config is not None else test_config()
     key = (repr(config.to_dict()), shape)
     if key not in _MODEL_CACHE:
-        _MODEL_CACHE[key] = load_or_build(config, shape)
+
+        def note(msg: str) -> None:  # building takes tens of seconds the first time: say so
+            if msg.startswith(("compiling", "saving")):
+                print(f"qwengpu: {msg} (first use of this compiler version; cached afterwards)",
+                      file=sys.stderr, flush=True)
+
+        _MODEL_CACHE[key] = load_or_build(config, shape, progress=note)
     return _MODEL_CACHE[key]
 
 

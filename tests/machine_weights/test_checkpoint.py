@@ -198,7 +198,9 @@ def test_build_refuses_non_empty_folder(tmp_path, monkeypatch):
 def test_machine_model_uses_the_cache_once_per_process(monkeypatch):
     calls = []
     monkeypatch.setattr(engine, "_MODEL_CACHE", {})
-    monkeypatch.setattr(C, "load_or_build", lambda config, shape: calls.append(shape) or ("io", "model"))
+    monkeypatch.setattr(
+        C, "load_or_build", lambda config, shape, **kw: calls.append(shape) or ("io", "model")
+    )
     shape = MachineShape(rom_rows=64)
     assert engine.machine_model(shape=shape) == ("io", "model")
     assert engine.machine_model(shape=shape) == ("io", "model")
