@@ -3,9 +3,12 @@
 Why this way: the register file is per-lane state the model must carry in its recurrent memory,
 so the machine has a fixed 32 general and 8 predicate registers per thread. Allocation is
 classic: liveness over the machine CFG (unstructured, with per-lane branches — each lane runs a
-sequential path, so per-thread liveness is exact), an interference graph, move coalescing and
-Chaitin-Briggs colouring. Values that do not fit are spilled to a per-thread spill area; if even
-that fails, the program is refused with a ``MachineLimitError`` naming the registers needed.
+sequential path, so per-thread liveness is exact), an interference graph, move coalescing
+(register ``mov`` and predicate copies: ``plop.and d, a, T`` and soft.py's ``setp.eq.and d, 0, 0,
+a``) and Chaitin-Briggs colouring, biased towards the colour of a move partner that could not
+be coalesced (the move then vanishes too; plain colouring when the bias costs a colour).
+Values that do not fit are spilled to a per-thread spill area; if even that fails, the program
+is refused with a ``MachineLimitError`` naming the registers needed.
 
 SIMT-specific rules:
 * a guarded (predicated) definition does not kill: lanes whose guard is false keep the old value;
@@ -320,16 +323,8 @@ def _interference(code: list[MInstr], cls: type, nvirt: int, pinned: set[int]) -
         if cls is R and ins.op == "mov" and isinstance(ins.s[0], R) and ins.guard is None:
             skip = ins.s[0].n
             moves.append((ins.d[0].n, skip))
-        if (
-            cls is P
-            and ins.op == "plop"
-            and ins.guard is None
-            and ins.m.get("bop") == "and"
-            and ins.s[1] == TRUE
-            and not ins.s[0].neg
-            and ins.s[0].n != PT
-        ):
-            skip = ins.s[0].n
+        if cls is P and _pred_copy(ins) is not None:
+            skip = _pred_copy(ins).n  # type: ignore[union-attr]
             moves.append((ins.d[0].n, skip))
         live = _bits(out)
         for d in defs:
@@ -351,8 +346,33 @@ def _interference(code: list[MInstr], cls: type, nvirt: int, pinned: set[int]) -
     return adj, moves
 
 
-def _color(adj: list[set[int]], nodes: list[int], k: int) -> dict[int, int] | None:
-    """Chaitin-Briggs simplify/select with optimistic colouring; None when some node gets no colour."""
+def _pred_copy(ins: MInstr) -> P | None:
+    """The predicate an unguarded predicate copy ``d = a`` copies (``plop.and d, a, T``, or the
+    ``setp.eq.and d, 0, 0, a`` of soft.py's sequences), else None."""
+    if ins.guard is not None or len(ins.d) != 1 or not isinstance(ins.d[0], P):
+        return None
+    if ins.op == "plop" and ins.m.get("bop") == "and" and ins.s[1] == TRUE:
+        a = ins.s[0]
+    elif (
+        ins.op == "setp"
+        and ins.m.get("bop") == "and"
+        and ins.m.get("cmp") == "eq"
+        and len(ins.s) == 3
+        and ins.s[0] == Imm(0)
+        and ins.s[1] == Imm(0)
+    ):
+        a = ins.s[2]
+    else:
+        return None
+    return a if isinstance(a, P) and not a.neg and a.n != PT else None
+
+
+def _color(
+    adj: list[set[int]], nodes: list[int], k: int, partners: dict[int, set[int]] | None = None
+) -> dict[int, int] | None:
+    """Chaitin-Briggs simplify/select with optimistic colouring; None when some node gets no colour.
+    ``partners``: move-related nodes that could not be coalesced; a node takes a free colour of
+    an already coloured partner when there is one (biased colouring: the move then vanishes)."""
     deg = {v: len(adj[v] & set(nodes)) for v in nodes}
     remaining = set(nodes)
     stack = []
@@ -367,7 +387,8 @@ def _color(adj: list[set[int]], nodes: list[int], k: int) -> dict[int, int] | No
     color: dict[int, int] = {}
     for v in reversed(stack):
         used = {color[u] for u in adj[v] if u in color}
-        c = next((c for c in range(k) if c not in used), None)
+        pref = sorted({color[u] for u in (partners or {}).get(v, ()) if u in color} - used)
+        c = pref[0] if pref else next((c for c in range(k) if c not in used), None)
         if c is None:
             return None
         color[v] = c
@@ -409,7 +430,15 @@ def _allocate_class(
                 adj[a].add(u)
             adj[b] = set()
     nodes = sorted({find(v) for v in used})
-    color = _color(adj, nodes, k)
+    partners: dict[int, set[int]] = {}
+    for d, s in moves:
+        a, b = find(d), find(s)
+        if a != b and b not in adj[a]:
+            partners.setdefault(a, set()).add(b)
+            partners.setdefault(b, set()).add(a)
+    color = _color(adj, nodes, k, partners) if partners else None
+    if color is None:  # the bias can cost an optimistic colour: plain colouring then
+        color = _color(adj, nodes, k)
     maxlive = _max_live(code, cls)
     if color is None:
         return None, maxlive
@@ -732,8 +761,8 @@ def allocate(
         )  # type: ignore[arg-type]
         if new.op == "mov" and new.s[0] == new.d[0]:
             continue  # coalesced move
-        if new.op == "plop" and new.m.get("bop") == "and" and new.s[1] == TRUE and new.s[0] == new.d[0]:
-            continue
+        if _pred_copy(new) is not None and _pred_copy(new) == new.d[0]:
+            continue  # coalesced predicate copy
         items.append((pc, new))
     out = rebuild(prog, items)
     nregs = 1 + max((x.n for ins in out.code for x in (*ins.d, *ins.s) if isinstance(x, R)), default=-1)

@@ -96,13 +96,20 @@ an expansion can instead be a CALL of a routine whose body is emitted ONCE per p
   ``softfloat.py``. Parts shared by DIFFERENT ops or modifiers (a float op's significand product
   or unpacking is the same in every rounding mode) can be shared by calling an explicit
   ``Routine`` for them from the expanders (``Seq.call``): routed or inlined by the same rules.
+  softfloat.py does so for ``fadd``/``fmul``/``ffma`` (``softfloat._shared``: a ``*.core``
+  routine per op computes everything but the rounding, ``fprod`` the significand product that
+  fmul and ffma share): such PARTS are routed only by name (``Fresh.route(name, "part")``:
+  ``auto`` picks them by their measured saving; ``always``/``generic`` leave them inline). An
+  inline part records the routable expansions it lies in (``Fresh.enclosing``), so once one of
+  those is routed it is no longer counted as a separate saving.
 * Calling convention: per routine FIXED virtual registers: its parameters, its results and a
   link register. A call site is ``mov`` into each parameter (a ``setp`` copy for a predicate),
   ``call link, entry``, ``mov`` out of each result; the body ends with ``ret link``. A guarded
   instruction guards the ``call`` and the moves out (lanes whose guard is false skip the routine).
   The allocator (``regalloc.py``) follows ``call`` into the routine and ``ret`` back to every
   return site, so values live across a call never share a register with the routine's
-  temporaries; most moves coalesce away.
+  temporaries; most moves coalesce away (predicate copies too; a move that cannot be coalesced
+  still vanishes when colouring can give both sides one register: biased colouring).
 * Layout: ``bra kernel`` at pc 0, then the bodies (callees before callers), then the kernel.
   Routines sit BELOW the kernel on purpose: a lane inside a routine then has a smaller pc than
   every lane waiting in the kernel, so min-PC scheduling finishes the call before any lane runs
@@ -186,7 +193,10 @@ class Options:
     of its specialized routine), ``generic`` (... of its generic routine); ``routed``: the
     routine names called in ``auto`` mode (``expand_for_weights`` chooses them). ``outline``:
     repeated windows of the lowered code (``find_windows``) become routines: ``auto`` (only
-    while the program does not fit, chosen like ``routed``), ``never``, ``always`` (every one)."""
+    while the program does not fit, chosen like ``routed``), ``never``, ``always`` (every one).
+    ``parts``: ``auto`` may choose shared parts of expansions (softfloat's rounding-independent
+    cores) as routines (it fits the program with and without them and keeps the shorter); parts
+    named in ``routed`` are routed either way."""
 
     mul: str = "auto"
     budget: int = ROM_BUDGET
@@ -196,6 +206,7 @@ class Options:
     routines: str = "auto"
     routed: frozenset[str] = frozenset()
     outline: str = "auto"
+    parts: bool = True
 
 
 class Fresh:
@@ -219,13 +230,17 @@ class Fresh:
         self.shared_r: set[int] = set()
         self.shared_p: set[int] = set()
         # inline instances of routable expansions: (specialized name, generic name, size)
-        self.instances: list[tuple[str, str, int]] = []
+        # and, for softfloat's shared parts, the routine names whose inline expansion it lies in
+        # (routing one of those moves it into that routine's single body)
+        self.instances: list[tuple[str, str, int, frozenset[str]]] = []
+        self.enclosing: list[str] = []  # names of the routable expansions being built inline
         self.site_cost: dict[str, int] = {}  # routine name -> instructions of one call site
         self.pc_sizes: list[int] = []  # expanded size of each instruction of the program
 
     def route(self, name: str, level: str = "special") -> bool:
         """Whether an expansion with this routine name becomes a call (``Options.routines``;
-        ``level``: the name is an instruction's ``special`` or ``generic`` routine)."""
+        ``level``: the name is an instruction's ``special`` or ``generic`` routine, or a ``part``
+        of expansions, e.g. softfloat's mode-independent cores: routed only by name)."""
         mode = self.opts.routines
         if name in self.building:
             return False  # the body of that routine itself
@@ -557,15 +572,19 @@ def _call_site(x: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
         s = Seq(fr)
         for q, a in zip(params, x.s, strict=True):
             s.code += _copy(fr, q, a)
-        rt.body(s, params, results)
-        for d, q in zip(x.d, results, strict=True):
-            s.code += _copy(fr, d, q)
-        out: list[MInstr] = []
-        for y in s.code:
-            if y.op != "@label":
-                y.ptx = fr.ptx
-            out += [y] if y.op == "@label" else _expand_one(y, fr, depth + 1)
-        fr.instances.append((rt.name, rt.name, sum(1 for y in out if y.op != "@label")))
+        fr.enclosing.append(rt.name)
+        try:
+            rt.body(s, params, results)
+            for d, q in zip(x.d, results, strict=True):
+                s.code += _copy(fr, d, q)
+            out: list[MInstr] = []
+            for y in s.code:
+                if y.op != "@label":
+                    y.ptx = fr.ptx
+                out += [y] if y.op == "@label" else _expand_one(y, fr, depth + 1)
+        finally:
+            fr.enclosing.pop()
+        fr.instances.append((rt.name, rt.name, sum(1 for y in out if y.op != "@label"), frozenset()))
         fr.site_cost[rt.name] = len(rt.params) + 1 + len(rt.results)
         return out if g is None else _apply_guard(out, g, fr, r0, p0, fr.ptx)
     inst = _routine_instance(rt, fr, depth)
@@ -752,11 +771,16 @@ def expand_for_weights(
     best = None
     shapes = ("unrolled", "loop") if opts.mul == "auto" else (opts.mul,)
     for shape in shapes:
-        out = _fit(prog, replace(opts, mul=shape), windows)
-        if _fits(out, opts.budget):
-            return out
-        if best is None or len(out.code) < len(best.code):
-            best = out
+        # with and without shared parts (the greedy choice of routines differs; keep the shorter)
+        outs = [_fit(prog, replace(opts, mul=shape, parts=False), windows)]
+        if opts.parts and opts.routines == "auto" and not _fits(outs[0], opts.budget, alloc=False):
+            outs.append(_fit(prog, replace(opts, mul=shape), windows))
+        fit = [o for o in outs if _fits(o, opts.budget)]
+        if fit:
+            return min(fit, key=lambda o: len(o.code))
+        for out in outs:
+            if best is None or len(out.code) < len(best.code):
+                best = out
     if opts.routines == "auto" and opts.outline != "never":  # last resort: share all there is
         wins = windows.get()
         out, _ = _expand(
@@ -767,13 +791,14 @@ def expand_for_weights(
     return best  # type: ignore[return-value]
 
 
-def _fits(prog: Program, budget: int) -> bool:
+def _fits(prog: Program, budget: int, alloc: bool = True) -> bool:
     """Whether the expanded program fits ``budget`` once allocated: surely when it is no longer
-    before allocation; near the budget it is allocated to see (coalesced moves vanish)."""
+    before allocation; near the budget it is allocated to see (coalesced moves vanish) unless
+    ``alloc`` is off."""
     n = len(prog.code)
     if n <= budget:
         return True
-    if n > budget * 13 // 10:
+    if n > budget * 13 // 10 or not alloc:
         return False
     from qwengpu.errors import MachineLimitError
     from qwengpu.machine.regalloc import allocate
@@ -833,7 +858,7 @@ def _fit(prog: Program, opts: Options, lazy: _Windows) -> Program:
             got += saving
             if name in windows:
                 covered |= {pc for st, ln, _, _ in windows[name].occ for pc in range(st, st + ln)}
-            insts = [x for x in insts if name not in x[:2]]
+            insts = [x for x in insts if name not in x[:2] and name not in x[3]]
         if not got:
             break
         out, fr = _expand(prog, replace(opts, routed=frozenset(routed)), windows)
@@ -842,14 +867,16 @@ def _fit(prog: Program, opts: Options, lazy: _Windows) -> Program:
     return best
 
 
-def _best_routine(insts: list[tuple[str, str, int]], site_cost: dict[str, int]) -> tuple[int, str] | None:
+def _best_routine(
+    insts: list[tuple[str, str, int, frozenset[str]]], site_cost: dict[str, int]
+) -> tuple[int, str] | None:
     """(estimated saving, name) of the routine that saves the most instructions over the inline
     instances ``insts`` (specialized name, generic name, inline size): their sizes minus one body
     (estimated by the largest instance; a generic body by its own instances when there are any)
     minus the call sites; None when nothing saves."""
     groups: dict[str, list[int]] = {}
     exact: dict[str, list[int]] = {}
-    for sp, gen, size in insts:
+    for sp, gen, size, _ in insts:
         groups.setdefault(sp, []).append(size)
         if gen != sp:
             groups.setdefault(gen, []).append(size)
@@ -1262,20 +1289,31 @@ def _expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
     elif generic is not None and fr.route(generic[0].name, "generic"):
         seq = [call(*generic)]
     else:
-        seq = fn(bare, fr)
-    if seq is None:
-        return [ins]
-    out: list[MInstr] = []
-    for x in seq:
-        if x.op == "@label":
-            out.append(x)
-            continue
-        x.ptx = ins.ptx
-        out += _expand_one(x, fr, depth + 1)
+        seq = None
+    inline = special is not None and seq is None
+    if inline:  # instances of routines met inside lie in this expansion
+        fr.enclosing += [special[0].name, generic[0].name]  # type: ignore[index]
+    try:
+        if seq is None:
+            seq = fn(bare, fr)
+        if seq is None:
+            return [ins]
+        out: list[MInstr] = []
+        for x in seq:
+            if x.op == "@label":
+                out.append(x)
+                continue
+            x.ptx = ins.ptx
+            out += _expand_one(x, fr, depth + 1)
+    finally:
+        if inline:
+            del fr.enclosing[-2:]
     if g is not None:
         out = _apply_guard(out, g, fr, r0, p0, ins.ptx)
     if special is not None and generic is not None and seq[0].op != "@call":  # for routines=auto
-        fr.instances.append((special[0].name, generic[0].name, sum(1 for x in out if x.op != "@label")))
+        fr.instances.append(
+            (special[0].name, generic[0].name, sum(1 for x in out if x.op != "@label"), frozenset())
+        )
         for rt, args, dsts in (special, generic):
             fr.site_cost[rt.name] = len(args) + 1 + len(dsts)
     return out

@@ -481,6 +481,69 @@ class _B:
         return t, s, p0, ma
 
 
+def _shared(
+    b: _B, name: str, args: tuple, kinds: str, fn: Callable[..., tuple], late_kinds: str = ""
+) -> tuple:
+    """The part of a float op that does not depend on the rounding mode, so the instances of one
+    op in DIFFERENT modes (or of different ops) can share it as a routine named ``name`` (soft.py,
+    "Subroutines": routed when ``routines=auto`` measures a saving, else inline exactly as before;
+    every inline instance is recorded for that measurement). Only register arguments are shared
+    (immediates fold inline).
+
+    ``fn(b, *args, shared) -> (values, late)``: ``values`` of kinds ``kinds`` ("r" register, "p"
+    predicate), and ``late`` (None: none) giving the values of kinds ``late_kinds``: inline, the
+    caller emits ``late`` where it wants it (e.g. after the rounding, so fewer predicates are live);
+    ``shared``: building the routine's body, which must compute every result (inline code may
+    leave out what its mode does not use). Returns ``(values, late)`` the same way."""
+    fr = b.fr
+    route = getattr(fr, "route", None)
+    if route is None or not all(isinstance(a, R) for a in args):
+        vals, late = fn(b, *args, False)
+        return vals, late or (lambda: ())
+    if route(name, "part"):  # only when chosen by name (``Options.routed``), not by a mode
+        from qwengpu.machine.soft import Routine, call
+
+        def body(s: object, ps: tuple, rs: tuple) -> None:
+            bb = _B(s.fr)  # type: ignore[attr-defined]
+            vals, late = fn(bb, *ps, True)
+            for r, v in zip(rs, (*vals, *(late() if late else ())), strict=True):
+                if isinstance(r, P):
+                    bb.out += s.fr.pcopy(r, v)  # type: ignore[attr-defined]
+                else:
+                    bb._emit("mov", (r,), (v,))
+            s.code += bb.out  # type: ignore[attr-defined]
+
+        every = kinds + late_kinds
+        dsts = tuple(fr.p() if k == "p" else b.reg() for k in every)  # type: ignore[attr-defined]
+        b.out.append(call(Routine(name, "r" * len(args), every, body), args, dsts))
+        return dsts[: len(kinds)], lambda: dsts[len(kinds) :]
+    if not getattr(getattr(fr, "opts", None), "parts", True):  # not to be chosen: plain inline
+        vals, late = fn(b, *args, False)
+        return vals, late or (lambda: ())
+    enclosing = getattr(fr, "enclosing", None)
+
+    def measured(run: Callable[[], tuple]) -> tuple:
+        n0 = len(b.out)
+        if enclosing is not None:
+            enclosing.append(name)
+        try:
+            got = run()
+        finally:
+            if enclosing is not None:
+                enclosing.pop()
+        size[0] += sum(1 for x in b.out[n0:] if x.op != "@label")
+        fr.instances[at] = (name, name, size[0], outer)  # type: ignore[attr-defined]
+        return got
+
+    size = [0]
+    outer = frozenset(enclosing or ())
+    at = len(fr.instances)  # type: ignore[attr-defined]
+    fr.instances.append((name, name, 0, outer))  # type: ignore[attr-defined]
+    fr.site_cost[name] = len(args) + 1 + len(kinds) + len(late_kinds)  # type: ignore[attr-defined]
+    vals, late = measured(lambda: fn(b, *args, False))
+    return vals, (lambda: measured(late)) if late else (lambda: ())
+
+
 _NEG_CMP = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
 
 
@@ -492,6 +555,21 @@ def _srcs(ins: MInstr) -> list[Val]:
 # add / sub
 # =============================================================================================
 def _fadd(b: _B, a: Val, c: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    name = f"fadd.core[ftz={ftz},sat={sat}]"
+    (sx, pz, e, mn), late = _shared(
+        b, name, (a, c), "rprr", lambda bb, x, y, _: _fadd_core(bb, x, y, ftz, sat), late_kinds="rp"
+    )
+    sgn = b.cond(pz, sx, "mov", Imm(SIGN if rnd == "rm" else 0))
+    res = b.or_(b.round_pack(sgn, e, mn, rnd, ftz, subnormal=False), sgn)
+    spec, pspec = late()
+    res = b.sel(spec, res, pspec)  # inf / NaN operands
+    return b.saturate(res) if sat else res
+
+
+def _fadd_core(b: _B, a: Val, c: Val, ftz: bool, sat: bool) -> tuple:
+    """The rounding-independent part of an add: (sign of the larger operand, exact zero from
+    opposite signs, exponent, normalized significand, the result for inf/NaN operands, whether
+    an operand is inf/NaN)."""
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
     if ftz:
         aa, ac = b.flush_mag(aa), b.flush_mag(ac)
@@ -519,17 +597,17 @@ def _fadd(b: _B, a: Val, c: Val, rnd: str, ftz: bool, sat: bool) -> Val:
     k1 = b.minu(b.sub(b.op("clz", m), Imm(1)), ex)
     mn = b.shl(m, k1)
     e = b.sub(ex, k1)
-    # exact zero from opposite signs: +0, or -0 when rounding down
+    # exact zero from opposite signs: +0, or -0 when rounding down (the caller's sign)
     pz = b.setp("eq", m, Imm(0), bop="and", c=pdiff)
     e = b.cond(pz, e, "mov", Imm(0))
-    sgn = b.cond(pz, sx, "mov", Imm(SIGN if rnd == "rm" else 0))
-    res = b.or_(b.round_pack(sgn, e, mn, rnd, ftz, subnormal=False), sgn)
-    # inf / NaN operands
-    res = b.sel(x, res, b.setp("ge", ax, Imm(INF)))
-    pn = b.setp("eq", ay, Imm(INF), bop="and", c=pdiff)
-    pn = b.setp("gt", ax, Imm(INF), bop="or", c=pn)
-    res = b.sel(Imm(0 if sat else CNAN), res, pn)
-    return b.saturate(res) if sat else res
+
+    def late() -> tuple:  # inf / NaN operands: the larger operand, or NaN (inf - inf, a NaN)
+        pspec = b.setp("ge", ax, Imm(INF))
+        pn = b.setp("eq", ay, Imm(INF), bop="and", c=pdiff)
+        pn = b.setp("gt", ax, Imm(INF), bop="or", c=pn)
+        return b.sel(Imm(0 if sat else CNAN), x, pn), pspec
+
+    return (sx, pz, e, mn), late
 
 
 def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
@@ -545,28 +623,50 @@ def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
 # mul
 # =============================================================================================
 def _fmul(b: _B, a: Val, c: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    name = f"fmul.core[ftz={ftz},sat={sat}]"
+    (s, e, mn), late = _shared(
+        b, name, (a, c), "rrr", lambda bb, x, y, _: _fmul_core(bb, x, y, ftz, sat), late_kinds="rp"
+    )
+    res = b.or_(b.round_pack(s, e, mn, rnd, ftz), s)
+    spec, pspec = late()
+    res = b.sel(spec, res, pspec)  # zero, inf or NaN operands
+    return b.saturate(res) if sat else res
+
+
+def _fprod(b: _B, aa: Val, ac: Val) -> tuple:
+    """The exact significand product of two finite nonzero magnitudes (``fmul`` and ``ffma``
+    share it): (T, S, p0) of :meth:`_B.mant_product` and the sum of the unpacked exponents."""
+    ma, xa = b.unpack_top(aa)
+    mc, xc = b.unpack_top(ac)
+    t, sm, p0, _ = b.mant_product(ma, mc)
+    return (t, sm, p0, b.add(xa, xc)), None
+
+
+def _fmul_core(b: _B, a: Val, c: Val, ftz: bool, sat: bool) -> tuple:
+    """The rounding-independent part of a multiply: (sign, exponent, normalized significand, the
+    result for zero/inf/NaN operands, whether an operand is one)."""
     s = b.and_(b.xor(a, c), Imm(SIGN))
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
     if ftz:
         aa, ac = b.flush_mag(aa), b.flush_mag(ac)
-    ma, xa = b.unpack_top(aa)
-    mc, xc = b.unpack_top(ac)
-    t, sm, p0, _ = b.mant_product(ma, mc)
+    (t, sm, p0, xs), _ = _shared(b, "fprod", (aa, ac), "rrrr", lambda bb, x, y, _: _fprod(bb, x, y))
     # fold the 16 low product bits into bit 0 of T, then normalize T to a leading one at bit 30
     st = b.shl(b.or_(sm, p0), Imm(24))
     t = b.or_(t, b.minu(st, Imm(1)))
     u = b.shr(t, Imm(31))
     mn = b.or_(b.shr(t, u), b.and_(t, Imm(1)))
-    e = b.sub(b.add(b.add(xa, xc), u), Imm(112))
-    res = b.or_(b.round_pack(s, e, mn, rnd, ftz), s)
-    mx, my = b.maxu(aa, ac), b.minu(aa, ac)
-    pz = b.setp("eq", my, Imm(0))
-    spec = b.sel(s, b.or_(s, Imm(INF)), pz)  # zero, or inf
-    res = b.sel(spec, res, b.setp("ge", mx, Imm(INF), bop="or", c=pz))
-    pn = b.setp("eq", mx, Imm(INF), bop="and", c=pz)  # inf * 0
-    pn = b.setp("gt", mx, Imm(INF), bop="or", c=pn)
-    res = b.sel(Imm(0 if sat else CNAN), res, pn)
-    return b.saturate(res) if sat else res
+    e = b.sub(b.add(xs, u), Imm(112))
+
+    def late() -> tuple:
+        mx, my = b.maxu(aa, ac), b.minu(aa, ac)
+        pz = b.setp("eq", my, Imm(0))
+        spec = b.sel(s, b.or_(s, Imm(INF)), pz)  # zero, or inf
+        pspec = b.setp("ge", mx, Imm(INF), bop="or", c=pz)
+        pn = b.setp("eq", mx, Imm(INF), bop="and", c=pz)  # inf * 0
+        pn = b.setp("gt", mx, Imm(INF), bop="or", c=pn)
+        return b.sel(Imm(0 if sat else CNAN), spec, pn), pspec
+
+    return (s, e, mn), late
 
 
 def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
@@ -580,18 +680,32 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
 # fma
 # =============================================================================================
 def _ffma(b: _B, a: Val, c: Val, z: Val, rnd: str, ftz: bool, sat: bool) -> Val:
+    name = f"ffma.core[ftz={ftz},sat={sat}]"
+    (sgn, e, top, pzd, spec, pspec), _ = _shared(
+        b, name, (a, c, z), "rrrprp", lambda bb, x, y, w, full: _ffma_core(bb, x, y, w, ftz, sat, full, rnd)
+    )
+    if rnd == "rm":  # an exact zero from addends of different signs is -0 when rounding down
+        sgn = b.cond(pzd, sgn, "mov", Imm(SIGN))
+    res = b.or_(b.round_pack(sgn, e, top, rnd, ftz), sgn)
+    res = b.sel(spec, res, pspec)
+    return b.saturate(res) if sat else res
+
+
+def _ffma_core(b: _B, a: Val, c: Val, z: Val, ftz: bool, sat: bool, shared: bool, rnd: str) -> tuple:
+    """The rounding-independent part of a fused multiply-add: (sign, exponent, normalized
+    significand (an exact zero: +0, or -0 when both addends are -0), whether the result is an
+    exact zero from addends of different signs, the result for inf/NaN operands, whether an
+    operand is inf/NaN)."""
     # (ordered to keep few temporaries live: the sources a and c are dead after the first lines)
     axc = b.xor(a, c)  # sign bit: the product's
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
     if ftz:
         aa, ac = b.flush_mag(aa), b.flush_mag(ac)
     mx, my = b.maxu(aa, ac), b.minu(aa, ac)
-    ma, xa = b.unpack_top(aa)
-    mc, xc = b.unpack_top(ac)
     # windows (hi, lo), 64 bits, both below 2^62: the product P << 14 and the addend's
     # significand << 38; tp, tz: the exponents of their bit 0, both offset by +188
-    tp = b.sub(b.add(xa, xc), Imm(110))
-    t, sm, p0, _ = b.mant_product(ma, mc)
+    (t, sm, p0, xs), _ = _shared(b, "fprod", (aa, ac), "rrrr", lambda bb, x, y, _: _fprod(bb, x, y))
+    tp = b.sub(xs, Imm(110))
     ph = b.shr(t, Imm(2))
     pl = b.or_(
         b.or_(b.shl(t, Imm(30)), b.shr(b.shl(sm, Imm(24)), Imm(2))), b.shr(b.shl(p0, Imm(24)), Imm(10))
@@ -630,7 +744,8 @@ def _ffma(b: _B, a: Val, c: Val, z: Val, rnd: str, ftz: bool, sat: bool) -> Val:
     bh, bl = b.sel(ph, zh, pd), b.sel(pl, Imm(0), pd)
     sh_, sl = b.sel(zh, ph, pd), b.sel(Imm(0), pl, pd)
     sgn = b.sel(sp, sz, pd)
-    zs = b.or_(sp, sz) if rnd == "rm" else b.and_(sp, sz)  # the sign of an exact zero
+    # the sign of an exact zero (shared: rounding down fixes it with pzd)
+    zs = b.or_(sp, sz) if rnd == "rm" and not shared else b.and_(sp, sz)
     # shift the smaller window right by |d| with a sticky bit
     s = b.minu(b.maxs(d, b.sub(Imm(0), d)), Imm(63))
     p32 = b.setp("ge", s, Imm(32))
@@ -668,9 +783,8 @@ def _ffma(b: _B, a: Val, c: Val, z: Val, rnd: str, ftz: bool, sat: bool) -> Val:
     pz = b.setp("eq", top, Imm(0))
     e = b.cond(pz, e, "mov", Imm(0))
     sgn = b.sel(zs, sgn, pz)
-    res = b.or_(b.round_pack(sgn, e, top, rnd, ftz), sgn)
-    res = b.sel(spec, res, pspec)
-    return b.saturate(res) if sat else res
+    pzd = b.setp("eq", top, Imm(0), bop="and", c=pdiff) if shared else FALSE
+    return (sgn, e, top, pzd, spec, pspec), None
 
 
 def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:

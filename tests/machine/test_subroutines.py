@@ -459,6 +459,41 @@ def test_auto_inlines_what_fits() -> None:
         assert res.stats["machine_instructions"] <= soft.ROM_BUDGET
 
 
+#: kernels that fit the ROM only since float ops share their rounding-independent parts
+#: (softfloat ``fadd.core``/``fmul.core``/``ffma.core``, ``fprod``: one body for every rounding
+#: mode, and for fmul and ffma) and the allocator coalesces call-site copies better
+SHARED_PARTS = ["rounding_add_mul", "rounding_fma", "div_s64", "rsqrt_norm"]
+
+
+@pytest.mark.parametrize("name", SHARED_PARTS)
+def test_engine_accepts_kernels_sharing_float_parts(name: str, monkeypatch) -> None:
+    """``engine.prepare`` accepts the kernel (program <= 512 rows), the program routes a shared
+    float part, and the simulator over the engine's very program gives the interpreter's bits and
+    PTX-level warp-instruction count."""
+    from qwengpu.machine import engine
+    from qwengpu.machine.softmem import run_weights
+
+    built: list[str] = []
+    instance = soft._routine_instance
+
+    def spy(rt, fr, depth):  # noqa: ANN001, ANN202
+        if rt.name not in fr.routines:
+            built.append(rt.name)
+        return instance(rt, fr, depth)
+
+    monkeypatch.setattr(soft, "_routine_instance", spy)
+    cu, js = KERNELS / f"{name}.cu", KERNELS / f"{name}.json"
+    _, prog, _, _, _ = engine.prepare(cu, js)
+    assert len(prog.code) <= soft.ROM_BUDGET
+    assert any(".core[" in r or r == "fprod" for r in built), built
+    ref = _ref(cu, js)
+    res = run_weights(cu, js)
+    assert [str(x) for x in res.program.code] == [str(x) for x in prog.code]
+    for k, want in ref.outputs.items():  # type: ignore[attr-defined]
+        assert res.outputs[k].tobytes() == want.tobytes(), f"{k}: weights {res.outputs[k]} interpreter {want}"
+    assert res.stats["ptx_warp_instructions"] == ref.stats["warp_instructions"]  # type: ignore[attr-defined]
+
+
 def _lowered(name: str) -> Program:
     from qwengpu.cuda import compile_file
     from qwengpu.runner import COMPILE_OPTIONS
@@ -575,6 +610,50 @@ def test_random_operands_through_generic_float_routines() -> None:
         got, _, prog = soft.simulate_for_weights(module, sp, routines="generic")
         assert np.asarray(got["out"]).tobytes() == np.asarray(ref["out"]).tobytes(), line
         assert any(x.op == "call" for x in prog.code)
+
+
+PARTS = frozenset(
+    {
+        f"{op}.core[ftz={ftz},sat={sat}]"
+        for op in ("fadd", "fmul", "ffma")
+        for ftz in (False, True)
+        for sat in (False, True)
+    }
+    | {"fprod"}
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "fma.rn.f32 {C}, {A}, {B}, {A};",
+        "fma.rm.f32 {C}, {A}, {B}, {B};",
+        "fma.rp.ftz.sat.f32 {C}, {A}, {B}, {A};",
+        "mul.rz.f32 {C}, {A}, {B};",
+        "mul.rm.ftz.f32 {C}, {A}, {B};",
+        "mul.rn.sat.f32 {C}, {A}, {B};",
+        "add.rm.f32 {C}, {A}, {B};",
+        "sub.rp.f32 {C}, {A}, {B};",
+        "add.rn.ftz.sat.f32 {C}, {A}, {B};",
+    ],
+)
+def test_random_operands_through_shared_float_parts(line: str) -> None:
+    """fma/mul/add/sub with random and special operands, their rounding-independent cores and the
+    shared significand product routed (``Options.routed``), the rounding inline."""
+    rng = random.Random(13)
+    special = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x807FFFFF, 0x3F800000,
+               0xBF800000, 0x7F7FFFFF, 0x00800000, 0x33800000]  # fmt: skip
+    a = special * len(special) + [rng.getrandbits(32) for _ in range(112)]
+    b = [x for x in special for _ in special] + [rng.getrandbits(32) for _ in range(112)]
+    module = parse_ptx(binop_ptx(line, "f32", "f32", "f32"))
+    sp = parse_spec(binop_spec(a, b, "u32", "u32", "u32"))
+    ref = run_interp(module, sp)
+    got, _, prog = soft.simulate_for_weights(
+        module, sp, options=soft.Options(routines="never", outline="never", routed=PARTS)
+    )
+    assert np.asarray(got["out"]).tobytes() == np.asarray(ref["out"]).tobytes(), line
+    bodies = sum(1 for x in prog.code if x.op == "ret")
+    assert bodies == (1 if line.startswith(("add", "sub")) else 2)  # the core (+ fprod for mul/fma)
 
 
 # ------------------------------------------------------------------------------ outlined windows
