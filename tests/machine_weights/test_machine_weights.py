@@ -161,14 +161,17 @@ def test_random_kernels_beyond_the_corpus(machine, tmp_path, seed):
     sys.path.insert(0, str(ROOT / "tests"))
     import test_fuzz_kernels as fz
 
-    n = 64
+    n = 32  # threads 32..63 exit at once: half the work of the interpreter's fuzz test
     cu, exprs, vals = fz.write_int_kernel(tmp_path, random.Random(1000 + seed), n)
     try:
         prepare(cu)
     except MachineLimitError as exc:
         assert "ROM" in str(exc) or "instructions" in str(exc)
         pytest.skip(f"refused: {exc}")
-    got = run_machine(cu, model=machine[1], max_tokens=400000).outputs["out"].tolist()
+    from qwengpu.machine.softmem import run_weights
+
+    budget = 8 * run_weights(cu).stats["passes"] + 10000  # tokens: ~4-5 per lane-group pass
+    got = run_machine(cu, model=machine[1], max_tokens=budget).outputs["out"].tolist()
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
