@@ -1,4 +1,4 @@
-"""Program size against the 512-row ROM of the machine in the weights: inline expansions vs shared routines.
+"""Program size against the 1024-row ROM of the machine in the weights: inline expansions vs shared routines.
 
     python bench/rom_size.py                    # corpus table (~1-2 min)
     python bench/rom_size.py --kernels mulhi,gcd
@@ -13,14 +13,14 @@ float ops, ...) and register allocation (what ``engine.prepare`` runs):
   multiply still falls back to the ``loop`` shape when unrolled does not fit). A program over
   the ISA's 4096-instruction limit cannot be allocated or run: its expanded size is shown with
   ``*`` (allocation changes sizes by ~1 %);
-* ``routines``: the default ``routines="auto"``: inline when the program fits 512, else the
+* ``routines``: the default ``routines="auto"``: inline when the program fits the ROM, else the
   expansions with the largest measured saving become calls of shared routines until it fits;
 * ``always``: every routable expansion (mul, mulhi, float ops) is a call;
 * ``dyn``: machine warp instructions the simulator issues for the spec's launch (inline /
   routines): what the calls cost at run time (~3-5 per call: moves, ``call``, ``ret``);
 * ``calls``/``bodies``: call sites and routine bodies of the ``routines`` program.
 
-The summary counts the kernels that fit 512 instructions before (inline) and after (routines).
+The summary counts the kernels that fit the ROM before (inline) and after (routines).
 """
 
 from __future__ import annotations

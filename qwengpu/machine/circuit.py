@@ -9,7 +9,9 @@ earlier memory) carries. Memories:
 * ``ctl`` (1 row): mode | pc-or-address | group, written by PASS and load-address tokens and read
   by every token, so chunk, MASK and STORE tokens know the current instruction and group.
 * ``stage`` (16 rows x 11 bits): DATA chunks of a ROM row or a global-memory word being loaded.
-* ``rom`` (512 rows, one instruction each), read at the latched pc.
+* ``rom`` (1024 rows, one instruction each), read at the latched pc: the PASS token's 9 bits and
+  ``bnk``, the half of the ROM named by the last BANK token (1 row, 1 bit; the model writes BANK
+  before a pass in the other half, and the step after it chooses the same pass again).
 * ``rfa{l}_{j}`` / ``rfb{l}_{j}`` (lane position l, 11-bit chunk j; row = group * 32 + register):
   the register file, one copy per operand port. A result chunk token writes its chunk
   straight into both copies, so the next pass reads the committed value.
@@ -128,7 +130,7 @@ def pack_row(fields: dict[str, int]) -> int:
 class MachineShape:
     """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
 
-    rom_rows: int = 512
+    rom_rows: int = 1024
     gmem_words: int = 1024
     nregs: int = 32
     npreds: int = 8
@@ -232,11 +234,15 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     mode1 = top_lut(lambda t15, t14, k: t15 and t14 and k in (P.MEMADDR, P.DUMPADDR))
     ctl_en = top_lut(lambda t15, t14, k: t15 and (not t14 or k in (P.ROMADDR, P.MEMADDR, P.DUMPADDR)))
     # a PASS stores its pc and group, an address token its argument (the latch is written only then)
-    a_val = c.concat(tok[0 : P.PC_BITS], t[P.PC_BITS] & t[14])
-    g_val = c.concat(*[t[P.PC_BITS + i] & ~t[14] for i in range(4)])
+    a_val = c.concat(tok[0 : P.PASS_PC_BITS], t[P.PASS_PC_BITS] & t[14])
+    g_val = c.concat(*[t[P.PASS_PC_BITS + i] & ~t[14] for i in range(4)])
     ctl = latch("ctl", 16, c.concat(mode0, mode1, a_val, g_val), ctl_en)
     mode, cur, cg = ctl[0:2], ctl[2:12], ctl[12:16]
-    cpc = cur[: P.PC_BITS]
+    # the pc of the executing pass: the PASS token's 9 bits and the ROM bank of the last BANK
+    # token (a separate latch read beside ``ctl``: no extra layer before the ROM read)
+    is_bank = ctl_is(P.BANK)
+    bnk = latch("bnk", 1, arg, is_bank)[0]
+    cpc = c.concat(cur[: P.PASS_PC_BITS], bnk)
     m_exec, m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
 
     def exists(group: Word, lane: int) -> Bit:
@@ -413,9 +419,9 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
 
     def resolve(row: Word, live_if_fresh: Bit) -> tuple[Word, Bit, Bit]:
         """A lane row -> (pc, live, running), seen from the current block and barrier epoch."""
-        cur_blk = row[12] ^ gpar  # rows store the inverted block parity: a blank row is stale
+        cur_blk = row[P.PC_BITS + 3] ^ gpar  # rows store the inverted block parity: a blank row is stale
         live = c.all_of([live_if_fresh, ~c.all_of([cur_blk, row[P.PC_BITS]])])
-        waits = c.all_of([cur_blk, row[P.PC_BITS + 1], ~(row[11] ^ ep)])
+        waits = c.all_of([cur_blk, row[P.PC_BITS + 1], ~(row[P.PC_BITS + 2] ^ ep)])
         pc = c.concat(*[c.all_of([cur_blk, b]) for b in row[: P.PC_BITS].bits])
         return pc, live, c.all_of([live, ~waits])  # type: ignore[return-value]
 
@@ -451,7 +457,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
             lives.append(c.all_of([g_exists[h], c.mux(cur_blk, row[o + 1], 1)]))
 
     # ---- choose the next pass (group, pc)
-    cont = ~(is_block | is_bar)  # inside a warp instruction; BLOCK / BAR restart at warp 0
+    # inside a warp instruction; BLOCK / BAR (and a BANK written where they were) restart at warp 0
+    cont = ~(is_block | is_bar | c.all_of([is_bank, t[1]]))
     cw = cg[3]
     gt_g = [c.const(h, 4) > cg for h in range(GROUPS)]
     in_cw = [cw if h >= WARP_GROUPS else ~cw for h in range(GROUPS)]
@@ -468,7 +475,9 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     # candidates in priority order: continue this instruction, this warp's next instruction,
     # warp 1 after warp 0, warp 0 (a new round or a fresh start), warp 1 (fresh start)
     cand = [
-        c.all_of([cont, cont_any]),
+        # (never right after BANK: the step that wrote it did not continue the instruction, and
+        # ``cpc`` now carries the new bank)
+        c.all_of([cont, cont_any, ~is_bank]),
         c.all_of([cont, c.mux(cw, w_any[1], w_any[0])]),
         c.all_of([cont, ~cw, w_any[1]]),
         c.all_of([c.any_of([~cont, cw]), w_any[0]]),
@@ -501,7 +510,11 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     any_live = c.any_of(lives)
     nb1 = (blk + 1)[:7]
     more_blocks = nb1 < nbl
-    pass_tok = c.concat(q_pc, q_g, full, c.const(0b10, 2))
+    pass_tok = c.concat(q_pc[: P.PASS_PC_BITS], q_g, full, c.const(0b10, 2))
+    # a pass in the other half of the ROM: BANK(its half, whether this step restarted) first;
+    # the next step (state unchanged) chooses the same pass and writes the PASS
+    bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, c.const(0, 8), c.const(P.ctl(P.BANK) >> 10, 6))
+    pass_tok = c.mux(sel_pc[P.PASS_PC_BITS] ^ bnk, bank_tok, pass_tok)
     bar_tok = c.concat(~ep, c.const(0, 9), c.const(P.ctl(P.BAR) >> 10, 6))
     blk_tok = c.concat(nb1, c.const(0, 3), c.const(P.ctl(P.BLOCK) >> 10, 6))
     halt = c.const(P.ctl(P.HALT), 16)
@@ -565,6 +578,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
             c.all_of([xd, _match(c, idx, 15)]),
             is_block,
             is_bar,
+            is_bank,
             c.all_of([is_ushort, m_exec]),
         ]
     )

@@ -300,7 +300,12 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     # the program then runs as the 1-D launch of linear thread/block indices the circuit runs
     grid, block = tuple(spec.grid), tuple(spec.block)
     lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
-    prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes, gmem_words=shape.gmem_words)
+    from qwengpu.machine.soft import Options
+
+    prog, mem = lower_for_weights(
+        lowered, grid, block, spec.shared_bytes, options=Options(budget=shape.rom_rows),
+        gmem_words=shape.gmem_words,
+    )
     check_program_limits(prog)
     nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
     if nthreads > shape.threads:
@@ -375,8 +380,7 @@ def trace_counts(trace: list[int]) -> dict[str, int]:
     a new warp instruction."""
     n = {"warp_instructions": 0, "passes": 0, "blocks": 0, "barriers": 0}
     last = None
-    for t in trace:
-        tk = P.decode(t)
+    for tk in P.read_all(trace):
         if tk.kind == "PASS":
             g, pc = tk.b, tk.a
             if not (last and last[1] == pc and last[0] >> 3 == g >> 3 and g > last[0]):
@@ -394,7 +398,7 @@ def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
 
     The model names the lane; the instruction, lane group and block come from the PASS / BLOCK
     tokens it wrote before (the host only reads tokens)."""
-    toks = [P.decode(t) for t in prompt[-1:] + trace]
+    toks = P.read_all(prompt[-1:] + trace)
     k = next((i for i, t in enumerate(toks) if t.kind == "FAULT"), None)
     if k is None:
         return None
@@ -421,6 +425,7 @@ class TraceFormatter:
     def __init__(self, prog, nthreads: int, emit) -> None:
         self.prog, self.nthreads, self.emit = prog, nthreads, emit
         self.block, self.cur, self.vals, self.parts, self.extra = 0, None, {}, {}, []
+        self.reader = P.Reader()
 
     def _flush(self) -> None:
         if self.cur is None:
@@ -439,7 +444,7 @@ class TraceFormatter:
         self.cur, self.vals, self.parts, self.extra = None, {}, {}, []
 
     def feed(self, token: int) -> None:
-        tk = P.decode(token)
+        tk = self.reader.read(token)
         if tk.kind == "PASS":
             self._flush()
             g = tk.b

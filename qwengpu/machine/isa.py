@@ -4,8 +4,10 @@ Why this shape: every operation must be an exact circuit on 32-bit words that th
 compiler can build in stock MLP / Gated DeltaNet layers, and every instruction is fed to the
 model as tokens, so instructions are few fixed fields (opcode, modifier bits, guard, register
 numbers, at most a few 32-bit immediates). Whatever is rare or wide (64-bit integers, integer
-and float division, square root, bit-field ops, byte permutes) is *not* an op: the lowering
-(``lower.py``) expands it into sequences of these ops.
+division, bit-field ops, byte permutes) is *not* an op: the lowering (``lower.py``) expands it
+into sequences of these ops. Float division and square root ARE ops (``fdiv``, ``fsqrt``): one
+instruction each, so the weight lowering can expand them into short integer loops and share one
+body per program (``softfloat.py``) instead of repeating a float-op sequence at every use.
 
 State per thread: 32 general registers ``r0..r31`` (32-bit) and 8 one-bit predicates ``p0..p7``;
 ``PT`` is the constant-true predicate (``!PT`` is false). Every instruction may carry a guard
@@ -164,6 +166,8 @@ _SPECS = [
         ("irnd", "ftz", "sat"),
         "float -> float: round to integral (irnd), else clamp to [0,1] (sat), else flush (ftz)",
     ),
+    OpSpec("fdiv", "fpu", "r", "rr", ("rnd", "ftz"), "d = a / b correctly rounded (rn rz rm rp), ftz"),
+    OpSpec("fsqrt", "fpu", "r", "r", ("rnd", "ftz"), "d = sqrt(a) correctly rounded, ftz (sqrt(-0) = -0)"),
     # ---- memory
     OpSpec(
         "ld",

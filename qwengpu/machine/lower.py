@@ -1678,14 +1678,12 @@ class Lowerer:
         if t == "f32":
             va, vb = self.read32(a, t, ins), self.read32(b, t, ins)
             if "approx" in ins.mods:
-                r = self.fdiv(Imm(0x3F800000), vb, "rn", ftz)
-                r = self.flush(r)
+                r = self.flush(self.op("fdiv", Imm(0x3F800000), vb, rnd="rn", ftz=ftz))
                 self.write32(d, t, lambda x: self.into(x, "fmul", va, r, rnd="rn", ftz=ftz), ins)
                 return
             if "full" in ins.mods:
                 rnd = "rn"
-            v = self.fdiv(va, vb, rnd, ftz)
-            self.write32v(d, t, v, ins)
+            self.write32(d, t, lambda x: self.into(x, "fdiv", va, vb, rnd=rnd, ftz=ftz), ins)
             return
         if t == "f64":
             return self.f64_trap(ins)
@@ -1801,8 +1799,8 @@ class Lowerer:
         if "approx" in ins.mods:
             rnd = "rn"
         d, a = ins.operands
-        v = self.fsqrt(self.read32(a, t, ins), rnd, ftz)
-        self.write32v(d, t, v, ins)
+        va = self.read32(a, t, ins)
+        self.write32(d, t, lambda x: self.into(x, "fsqrt", va, rnd=rnd, ftz=ftz), ins)
 
     def _l_rcp(self, ins: Instr) -> None:
         t = _type_of(ins)
@@ -1812,8 +1810,8 @@ class Lowerer:
         if "approx" in ins.mods:
             rnd = "rn"
         d, a = ins.operands
-        v = self.fdiv(Imm(0x3F800000), self.read32(a, t, ins), rnd, ftz)
-        self.write32v(d, t, v, ins)
+        va = self.read32(a, t, ins)
+        self.write32(d, t, lambda x: self.into(x, "fdiv", Imm(0x3F800000), va, rnd=rnd, ftz=ftz), ins)
 
     def _approx_limit(self, ins: Instr) -> None:
         raise self.limit(ins, f"the approximate instruction `{ins.form}` (no exact machine sequence yet)")
@@ -2671,123 +2669,6 @@ class Lowerer:
         if ftz:
             packed = self.sel(Imm(0), packed, self.setp("lt", packed, Imm(0x800000)))
         return self.op("or", packed, sgn)
-
-    def mant_div(self, x: R, y: R) -> tuple[R, R]:
-        """q = floor(x * 2^25 / y) and r = x * 2^25 - q * y, exactly, for y in [2^23, 2^24) and
-        y <= x < 2y (so q has 26 bits): a float estimate within a unit or two, then an exact
-        two-sided integer correction (r is exact modulo 2^32 and |r| < 2^31 near the answer)."""
-        self.into(y, "max", y, Imm(0x800000), sign="u")  # zero/inf/NaN operands: any safe value
-        self.into(x, "min", x, Imm(0x1FFFFFF), sign="u")
-        xf = self.op("i2f", x, sign="u", rnd="rn")
-        yf = self.op("i2f", y, sign="u", rnd="rn")
-        rcp = self.recip(yf)
-        q0 = self.op("fmul", xf, rcp)
-        res = self.op("ffma", self.op("xor", q0, Imm(0x80000000)), yf, xf)
-        q = self.op("f2i", self.op("fmul", q0, Imm(0x4C000000)), sign="s", irnd="rni")  # q0 * 2^25
-        c = self.op("f2i", self.op("fmul", res, self.op("fmul", rcp, Imm(0x4C000000))), sign="s", irnd="rmi")
-        self.into(q, "add", q, c)
-        ny = self.op("sub", Imm(0), y)
-        r = self.op("mad", q, ny, self.op("shl", x, Imm(25)))
-        self.fixup_div(q, r, y)
-        return q, r
-
-    def fixup_div(self, q: R, r: R, y: R | Imm) -> None:
-        """Signed remainder correction: while r < 0: r += y, q -= 1; while r >= y: r -= y, q += 1."""
-        l1, l2, done = self._label(), self._label(), self._label()
-        self.place(l1)
-        p = self.setp("lt", r, Imm(0), sign="s")
-        self.bra(l2, p.inv())
-        self.into(r, "add", r, y)
-        self.into(q, "sub", q, Imm(1))
-        self.bra(l1)
-        self.place(l2)
-        p2 = self.setp("ge", r, y, sign="s")
-        self.bra(done, p2.inv())
-        self.into(r, "sub", r, y)
-        self.into(q, "add", q, Imm(1))
-        self.bra(l2)
-        self.place(done)
-
-    def fdiv(self, a: R | Imm, b: R | Imm, rnd: str, ftz: bool) -> R:
-        """Correctly rounded a / b (div.rnd{.ftz}.f32), exactly as IEEE 754 with canonical NaN."""
-        if ftz:
-            a, b = self.flush(a), self.flush(b)
-        s = self.op("and", self.op("xor", a, b), Imm(0x80000000))
-        aa, ab = self.op("and", a, Imm(0x7FFFFFFF)), self.op("and", b, Imm(0x7FFFFFFF))
-        ma, ea = self.unpack_norm(aa)
-        mb, eb = self.unpack_norm(ab)
-        p = self.setp("lt", ma, mb)
-        self.into(ma, "shl", ma, Imm(1), guard=p)
-        be = self.op("add", self.op("sub", ea, eb), Imm(127))
-        self.into(be, "sub", be, Imm(1), guard=p)
-        q, r = self.mant_div(ma, mb)
-        res = self.round_pack(s, be, q, 25, r, rnd, ftz)
-        inf = Imm(0x7F800000)
-        pinf = self.setp("eq", aa, inf)
-        pinf = self.setp("eq", ab, Imm(0), bop="or", c=pinf)
-        pzero = self.setp("eq", aa, Imm(0))
-        pzero = self.setp("eq", ab, inf, bop="or", c=pzero)
-        pnan = self.setp("gt", aa, inf)
-        pnan = self.setp("gt", ab, inf, bop="or", c=pnan)
-        pnan = self.plop("or", pnan, self.plop("and", pinf, pzero))
-        res = self.sel(self.op("or", s, inf), res, pinf)
-        res = self.sel(s, res, pzero)
-        return self.sel(Imm(0x7FFFFFFF), res, pnan)
-
-    def fsqrt(self, a: R | Imm, rnd: str, ftz: bool) -> R:
-        """Correctly rounded square root (sqrt.rnd{.ftz}.f32) from the exact integer root of the mantissa."""
-        if ftz:
-            a = self.flush(a)
-        aa = self.op("and", a, Imm(0x7FFFFFFF))
-        m, e = self.unpack_norm(aa)
-        self.into(m, "max", m, Imm(0x800000), sign="u")  # zero/inf/NaN: any safe value (result replaced)
-        ue = self.op("sub", e, Imm(127))
-        podd = self.setp("ne", self.op("and", ue, Imm(1)), Imm(0))
-        self.into(m, "shl", m, Imm(1), guard=podd)
-        self.into(ue, "sub", ue, Imm(1), guard=podd)
-        be = self.op("add", self.op("shr", ue, Imm(1), sign="s"), Imm(127))
-        s, rem = self.mant_sqrt(m)
-        res = self.round_pack(Imm(0), be, s, 25, rem, rnd, ftz)
-        inf = Imm(0x7F800000)
-        neg = self.setp("lt", a, Imm(0), sign="s")
-        pnan = self.setp("ne", aa, Imm(0), bop="and", c=neg)  # negative and not -0 (also -inf)
-        pnan = self.setp("gt", aa, inf, bop="or", c=pnan)
-        res = self.sel(inf, res, self.setp("eq", aa, inf))
-        res = self.sel(a, res, self.setp("eq", aa, Imm(0)))
-        return self.sel(Imm(0x7FFFFFFF), res, pnan)
-
-    def mant_sqrt(self, m: R) -> tuple[R, R]:
-        """s = floor(sqrt(m * 2^27)) and r = m * 2^27 - s^2, exactly, for m in [2^23, 2^25) (s has
-        26 bits): Newton rsqrt estimate, one exact-residual correction, then an exact two-sided
-        integer correction (r is exact modulo 2^32 and small near the answer)."""
-        x = self.op("fmul", self.op("i2f", m, sign="u", rnd="rn"), Imm(0x4D000000))  # m * 2^27, exact
-        hx = self.op("fmul", x, Imm(0xBF000000))  # -x/2
-        y = self.op("sub", Imm(0x5F3759DF), self.op("shr", x, Imm(1)))
-        for _ in range(3):
-            t = self.op("fmul", y, y)
-            y = self.op("fmul", y, self.op("ffma", hx, t, Imm(0x3FC00000)))
-        s0 = self.op("fmul", x, y)
-        res = self.op("ffma", self.op("xor", s0, Imm(0x80000000)), s0, x)
-        corr = self.op("fmul", res, self.op("fmul", y, Imm(0x3F000000)))
-        s = self.op("f2i", s0, sign="s", irnd="rni")
-        self.into(s, "add", s, self.op("f2i", corr, sign="s", irnd="rni"))
-        r = self.op("mad", s, self.op("sub", Imm(0), s), self.op("shl", m, Imm(27)))
-        l1, l2, done = self._label(), self._label(), self._label()
-        self.place(l1)  # while r < 0: s -= 1; r += 2s + 1
-        p = self.setp("lt", r, Imm(0), sign="s")
-        self.bra(l2, p.inv())
-        self.into(s, "sub", s, Imm(1))
-        self.into(r, "add", self.op("mad", s, Imm(2), r), Imm(1))
-        self.bra(l1)
-        self.place(l2)  # while r > 2s: r -= 2s + 1; s += 1
-        t2 = self.op("add", s, s)
-        p2 = self.setp("gt", r, t2, sign="s")
-        self.bra(done, p2.inv())
-        self.into(r, "sub", self.op("sub", r, t2), Imm(1))
-        self.into(s, "add", s, Imm(1))
-        self.bra(l2)
-        self.place(done)
-        return s, r
 
     def frsqrt(self, a: R | Imm, ftz: bool) -> R:
         """rsqrt.approx{.ftz}.f32 as the interpreter models it: 1/sqrt(a) correctly rounded (rn).

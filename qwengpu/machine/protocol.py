@@ -10,13 +10,22 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            12..14 uniform chunk j-12 (every lane of the group), 15 predicate
                            (4 values | 4 lane enables); in ROM / MEM load mode: chunk i of the row
                            being loaded; in DUMP mode: chunk i of the dumped word
-    10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc for lane group g (warp g>>3,
-                           threads 4g..4g+3 of the block). f=1: the active lanes are all the
-                           group's threads (the token executes); f=0: the model answers MASK(m)
+    10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc (its low 9 bits; the 10th
+                           is the bank latched by the last BANK token, 0 before any) for lane
+                           group g (warp g>>3, threads 4g..4g+3 of the block). f=1: the active
+                           lanes are all the group's threads (the token executes); f=0: the
+                           model answers MASK(m)
     11 ssss aaaaaaaaaa     control: ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE(lane), HALT,
                            NTHREADS(n), NBLOCKS(n), BLOCK(b), BAR(epoch), MASK(m), FAULT(lane),
                            SHORT(lane << 8 | v): lane's result is v < 256, USHORT(v): every lane's
-                           result is v < 1024 (one token instead of three chunks)
+                           result is v < 1024 (one token instead of three chunks), BANK(b | r<<1):
+                           the next PASS tokens name pcs 512b..512b+511 (r: the pass after it
+                           starts a new round, as after BLOCK/BAR)
+
+Why a bank and not a 10-bit pc in every PASS: the 16-bit token space is full (DATA takes half,
+PASS with its group, f bit and 9-bit pc a quarter, control the rest). A program of up to 1024
+rows needs the 10th bit only where the next pass leaves the current half of the ROM: the model
+writes BANK there (one token, rare: routines sit in the low half, most kernels in one half).
 
 Why a PASS does not carry its active mask: which lanes of a group sit at the pc is part of the
 scheduler state that the late layers update; a state cannot be read and rewritten in one token,
@@ -35,7 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHUNK = 11  # data bits per DATA token
-PC_BITS = 9
+PC_BITS = 10  # the machine's pc (ROM rows), ROMADDR's argument
+PASS_PC_BITS = 9  # the pc bits a PASS token carries (the 10th: BANK)
 GROUP_BITS = 4
 ADDR_BITS = 10
 IDX_UNIFORM = 12
@@ -43,7 +53,7 @@ IDX_PRED = 15
 
 # control sub-kinds (bits 10..13 of a 0b11 token)
 (ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE, HALT) = range(7)
-(NTHREADS, NBLOCKS, BLOCK, BAR, MASK, FAULT, SHORT, USHORT) = range(7, 15)
+(NTHREADS, NBLOCKS, BLOCK, BAR, MASK, FAULT, SHORT, USHORT, BANK) = range(7, 16)
 CTL_NAMES = (
     "ROMADDR",
     "MEMADDR",
@@ -60,6 +70,7 @@ CTL_NAMES = (
     "FAULT",
     "SHORT",
     "USHORT",
+    "BANK",
 )
 
 # modes held by the early control latch
@@ -73,9 +84,9 @@ def data(idx: int, d: int) -> int:
 
 
 def pass_(pc: int, group: int = 0, full: bool = True) -> int:
-    """PASS(group, pc, full)."""
-    assert 0 <= pc < (1 << PC_BITS) and 0 <= group < (1 << GROUP_BITS)
-    return 0x8000 | (int(full) << 13) | (group << PC_BITS) | pc
+    """PASS(group, pc, full) (pc: the low 9 bits of the machine's pc)."""
+    assert 0 <= pc < (1 << PASS_PC_BITS) and 0 <= group < (1 << GROUP_BITS)
+    return 0x8000 | (int(full) << 13) | (group << PASS_PC_BITS) | pc
 
 
 def ctl(kind: int, a: int = 0) -> int:
@@ -114,6 +125,28 @@ def decode(t: int) -> Token:
     if t < 0x8000:
         return Token("DATA", t >> CHUNK, t & ((1 << CHUNK) - 1))
     if t < 0xC000:
-        return Token("PASS", t & ((1 << PC_BITS) - 1), (t >> PC_BITS) & 15, bool(t >> 13 & 1))
+        return Token("PASS", t & ((1 << PASS_PC_BITS) - 1), (t >> PASS_PC_BITS) & 15, bool(t >> 13 & 1))
     k = (t >> ADDR_BITS) & 15
     return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", t & ((1 << ADDR_BITS) - 1))
+
+
+class Reader:
+    """Decodes a token stream in order: a PASS token's pc gets the bank of the last BANK token
+    (the host maps tokens to values this way; it computes nothing)."""
+
+    def __init__(self) -> None:
+        self.bank = 0
+
+    def read(self, t: int) -> Token:
+        tk = decode(t)
+        if tk.kind == "BANK":
+            self.bank = tk.a & 1
+        elif tk.kind == "PASS" and self.bank:
+            return Token("PASS", tk.a | (self.bank << PASS_PC_BITS), tk.b, tk.full)
+        return tk
+
+
+def read_all(tokens: list[int]) -> list[Token]:
+    """``tokens`` decoded in order (PASS pcs with their bank)."""
+    r = Reader()
+    return [r.read(t) for t in tokens]

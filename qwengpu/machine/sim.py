@@ -867,6 +867,16 @@ class MachineSim:
 
         return self._alu(ins, f)
 
+    def _op_fdiv(self, ins: MInstr, pc: int) -> Callable:
+        rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
+        return self._alu(
+            ins, lambda a, b: fp32.div(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), rnd, ftz)
+        )
+
+    def _op_fsqrt(self, ins: MInstr, pc: int) -> Callable:
+        rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
+        return self._alu(ins, lambda a: fp32.sqrt(np.broadcast_to(a, (WARP,)), rnd, ftz))
+
     # ---- memory
     def _fault(self, w: Warp, lane: int, ptx: Instr, msg: str) -> ExecutionError:
         t = int(w.thread[lane])

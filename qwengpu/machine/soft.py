@@ -71,7 +71,7 @@ instruction already guarded by ``q`` gets ``q && g`` computed into a fresh predi
 is copied first when the sequence overwrites it; a sequence with internal branches is skipped
 with ``@!g bra end``.
 
-Subroutines: shared expansions (the 512-row ROM)
+Subroutines: shared expansions (the 1024-row ROM)
 ------------------------------------------------
 Inline expansions are long (a 32-bit multiply ~115 instructions, ``fmul`` ~130, ``ffma`` ~220), so
 an expansion can instead be a CALL of a routine whose body is emitted ONCE per program (ISA ops
@@ -171,7 +171,7 @@ WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 SIDE_EFFECTS = ("ld", "st", "atom", "trap", "bar", "exit", "vote", "ballot", "shfl", "shflp", "call")
 #: the ops this module expands (``softfloat.py`` registers more in ``EXPANDERS``)
 INTEGER_EXPANDED = ("mul", "mad", "mulhi", "mulw", "plop", "ld")
-ROM_BUDGET = 512  # program rows of the machine in the weights (circuit.MachineShape.rom_rows)
+ROM_BUDGET = 1024  # program rows of the machine in the weights (circuit.MachineShape.rom_rows)
 MUL_VARIANTS = ("auto", "unrolled", "loop", "bitloop", "straight")
 ROUTINE_MODES = ("auto", "never", "always", "generic")
 OUTLINE_MODES = ("auto", "never", "always")

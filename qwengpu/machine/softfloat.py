@@ -795,6 +795,130 @@ def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
 
 
 # =============================================================================================
+# divide / square root: restoring loops on the integer significands
+# =============================================================================================
+def _fdiv(b: _B, a: Val, c: Val, rnd: str, ftz: bool) -> Val:
+    name = f"fdiv.core[ftz={ftz}]"
+    (s, e, mn), late = _shared(
+        b, name, (a, c), "rrr", lambda bb, x, y, _: _fdiv_core(bb, x, y, ftz), late_kinds="rp"
+    )
+    res = b.or_(b.round_pack(s, e, mn, rnd, ftz), s)
+    spec, pspec = late()
+    return b.sel(spec, res, pspec)  # zero, inf or NaN operands
+
+
+def _fdiv_core(b: _B, a: Val, c: Val, ftz: bool) -> tuple:
+    """The rounding-independent part of a divide: (sign, exponent, the quotient significand with
+    its leading one at bit 30 and the remainder folded into bit 0) and, late, (the result for
+    zero/inf/NaN operands, whether there is one).
+
+    The significands A, C (24 bits, A doubled when A < C so that C <= A < 2C) are divided by a
+    restoring loop, two quotient bits per trip and a fixed trip count (lanes never diverge):
+    q = floor(A * 2^30 / C), 31 bits; the remainder stays below 2^25."""
+    s = b.and_(b.xor(a, c), Imm(SIGN))
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    if ftz:
+        aa, ac = b.flush_mag(aa), b.flush_mag(ac)
+    ma, xa = b.unpack_top(aa)
+    mc, xc = b.unpack_top(ac)
+    num, den = b.shr(ma, Imm(8)), b.shr(mc, Imm(8))
+    e = b.add(b.sub(xa, xc), Imm(126))
+    plt = b.setp("lt", num, den)
+    num = b.cond(plt, num, "add", num, num)
+    e = b.cond(plt, e, "sub", e, Imm(1))
+    r = b.fresh_copy(b.sub(num, den))  # the first quotient bit is one
+    q = b.fresh_copy(Imm(1))
+    top = b.label()
+    b.place(top)
+    for _ in range(2):
+        b._emit("add", (r,), (r, r))
+        p = b.setp("ge", r, den)
+        b._emit("sub", (r,), (r, den), guard=p)
+        b._emit("add", (q,), (q, q))
+        b._emit("add", (q,), (q, Imm(1)), guard=p)
+    b.bra(top, b.setp("lt", q, Imm(1 << 30)))
+    mn = b.or_(q, b.minu(r, Imm(1)))
+
+    def late() -> tuple:
+        # NaN: a NaN operand, 0/0, inf/inf; inf: x/0, inf/x; zero: 0/x, x/inf
+        pnan = b.setp("gt", b.maxu(aa, ac), Imm(INF))
+        pnan = b.setp("eq", b.or_(aa, ac), Imm(0), bop="or", c=pnan)
+        pnan = b.setp("eq", b.and_(aa, ac), Imm(INF), bop="or", c=pnan)
+        pinf = b.setp("eq", aa, Imm(INF))
+        pinf = b.setp("eq", ac, Imm(0), bop="or", c=pinf)
+        spec = b.sel(Imm(CNAN), b.sel(b.or_(s, Imm(INF)), s, pinf), pnan)
+        pspec = b.setp("ge", b.maxu(aa, ac), Imm(INF))
+        pspec = b.setp("eq", b.minu(aa, ac), Imm(0), bop="or", c=pspec)
+        return spec, pspec
+
+    return (s, e, mn), late
+
+
+def expand_fdiv(ins: MInstr, fr: object) -> list[MInstr]:
+    b = _B(fr)
+    a, c = _srcs(ins)
+    return b.finish(ins.d[0], _fdiv(b, a, c, ins.mod("rnd"), ins.mod("ftz")))
+
+
+def _fsqrt_core(b: _B, a: Val, ftz: bool) -> tuple:
+    """The rounding-independent part of a square root: (exponent, the root significand with its
+    leading one at bit 30 and a nonzero remainder folded into bit 0) and, late, (the result for
+    zero, negative, inf and NaN operands, whether there is one).
+
+    The significand S is scaled to S' in [2^24, 2^26) with an even exponent left over; the
+    integer root of X = S' * 2^26 (26 bits, in [2^25, 2^26)) is found digit by digit: each step
+    brings down two bits of X (those of S', then zeros) and tries 4 * root + 1 against the
+    remainder (below 2^27), two steps per trip and a fixed trip count."""
+    if ftz:
+        a = b.flush_word(a)
+    aa = b.and_(a, Imm(ABS))
+    m, x = b.unpack_top(aa)
+    u = b.sub(x, Imm(142))  # value = (m >> 8) * 2^u
+    sh = b.sub(Imm(2), b.and_(u, Imm(1)))  # 2 when u is even, 1 when odd: S' in [2^24, 2^26)
+    xs = b.fresh_copy(b.shl(b.shr(m, Imm(8)), b.add(sh, Imm(6))))  # S' << 6: its top pair first
+    e = b.add(b.shr(b.sub(u, sh), Imm(1), sign="s"), Imm(138))
+    r = b.fresh_copy(Imm(0))
+    root = b.fresh_copy(Imm(0))
+    t = b.reg()
+    top = b.label()
+    b.place(top)
+    for _ in range(2):
+        b._emit("shl", (r,), (r, Imm(2)))
+        b._emit("shr", (t,), (xs, Imm(30)), sign="u")
+        b._emit("or", (r,), (r, t))
+        b._emit("shl", (xs,), (xs, Imm(2)))
+        b._emit("shl", (t,), (root, Imm(2)))
+        b._emit("or", (t,), (t, Imm(1)))
+        p = b.setp("ge", r, t)
+        b._emit("sub", (r,), (r, t), guard=p)
+        b._emit("add", (root,), (root, root))
+        b._emit("add", (root,), (root, Imm(1)), guard=p)
+    b.bra(top, b.setp("lt", root, Imm(1 << 25)))
+    mn = b.or_(b.shl(root, Imm(5)), b.minu(r, Imm(1)))
+
+    def late() -> tuple:
+        # sqrt(+-0) = +-0, sqrt(+inf) = +inf, NaN for NaN and every negative (-inf too)
+        spec = b.sel(a, b.sel(Imm(INF), Imm(CNAN), b.setp("eq", a, Imm(INF))), b.setp("eq", aa, Imm(0)))
+        pspec = b.setp("ge", a, Imm(INF))
+        pspec = b.setp("eq", aa, Imm(0), bop="or", c=pspec)
+        return spec, pspec
+
+    return (e, mn), late
+
+
+def expand_fsqrt(ins: MInstr, fr: object) -> list[MInstr]:
+    b = _B(fr)
+    (a,) = _srcs(ins)
+    rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
+    name = f"fsqrt.core[ftz={ftz}]"
+    (e, mn), late = _shared(b, name, (a,), "rr", lambda bb, x, _: _fsqrt_core(bb, x, ftz), late_kinds="rp")
+    # never subnormal, never overflowing, never negative
+    res = b.round_pack(Imm(0), e, mn, rnd, ftz, subnormal=False, ovf=False)
+    spec, pspec = late()
+    return b.finish(ins.d[0], b.sel(spec, res, pspec))
+
+
+# =============================================================================================
 # min / max
 # =============================================================================================
 def expand_fminmax(ins: MInstr, fr: object) -> list[MInstr]:
@@ -989,6 +1113,8 @@ FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
     "i2f": expand_i2f,
     "f2i": expand_f2i,
     "frnd": expand_frnd,
+    "fdiv": expand_fdiv,
+    "fsqrt": expand_fsqrt,
 }
 
 

@@ -99,9 +99,9 @@ def test_expansion_is_only_weight_ops_for_integer_kernels() -> None:
 
 
 def test_auto_respects_the_rom_budget() -> None:
-    res = run_for_weights(KERNELS / "mulhi.cu", only=INTEGER_EXPANDED)
+    res = run_for_weights(KERNELS / "mulhi.cu", only=INTEGER_EXPANDED, budget=512)
     big = run_for_weights(KERNELS / "mulhi.cu", mul="unrolled", only=INTEGER_EXPANDED)
-    assert big.stats["machine_instructions"] > soft.ROM_BUDGET
+    assert big.stats["machine_instructions"] > 512 >= res.stats["machine_instructions"]
     assert res.stats["machine_instructions"] < big.stats["machine_instructions"]
 
 

@@ -26,6 +26,7 @@ from qwengpu.simt import fp32
 from qwengpu.spec import bind, parse_spec, read_outputs
 
 FLOAT_OPS = set(sf.FLOAT_EXPANDERS)
+UNARY = ("i2f", "f2i", "frnd", "fsqrt")
 HEADER = ".version 9.5\n.target sm_75\n.address_size 64\n"
 # out = r8 ^ p1: the op under test replaces the `xor r8` (a register result) or the `setp p1`
 # (fsetp); %p2 = c & 1 is a third predicate operand, %p3 = tid & 2 a guard, and r8 / p1 hold
@@ -109,7 +110,7 @@ def machine(
     rc = R(7)
     pd, pc = code[si].d[0], P(2)
     rd = code[xi].d[0]
-    srcs: list = [ra, rb, rc][: {"ffma": 3, "fsetp": 2}.get(op, 1 if op in ("i2f", "f2i", "frnd") else 2)]
+    srcs: list = [ra, rb, rc][: {"ffma": 3, "fsetp": 2}.get(op, 1 if op in UNARY else 2)]
     for k, v in (imm or {}).items():
         srcs[k] = Imm(v)
     g = P(3) if guard else None
@@ -163,6 +164,10 @@ def reference(op: str, mods: dict, a, b, c, *, guard: bool = False, old=None, pc
         r = {"fadd": fp32.add, "fsub": fp32.sub, "fmul": fp32.mul}[op](a, b, rnd, ftz, sat)
     elif op == "ffma":
         r = fp32.fma(a, b, c, rnd, ftz, sat)
+    elif op == "fdiv":
+        r = fp32.div(a, b, rnd, ftz)
+    elif op == "fsqrt":
+        r = fp32.sqrt(a, rnd, ftz)
     elif op in ("fmin", "fmax"):
         r = (fp32.min if op == "fmin" else fp32.max)(a, b, ftz)
     elif op == "fsetp":
@@ -320,7 +325,8 @@ FRND = [("frnd", {"irnd": i, "ftz": f}) for i in ("rni", "rzi", "rmi", "rpi") fo
     ("frnd", {"ftz": True}),
     ("frnd", {}),
 ]
-ALL = ARITH + MINMAX + SETP + I2F + F2I + FRND
+DIVSQRT = [(op, {"rnd": r, "ftz": f}) for op in ("fdiv", "fsqrt") for r in RND for f in (False, True)]
+ALL = ARITH + MINMAX + SETP + I2F + F2I + FRND + DIVSQRT
 
 
 def _id(c: tuple) -> str:
@@ -351,6 +357,17 @@ def operands(op: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.
         p = fp32.mul(a, b)
         near = (p ^ np.uint32(0x80000000)) + rng.integers(-2, 3, n).astype(np.uint32)
         c = np.where(rng.random(n) < 0.4, near, c).astype(np.uint32)
+    if op == "fdiv":  # exact quotients, and halvings of subnormal-range values (rounding ties)
+        k = rng.random(n)
+        q = np.array(rng.choice([1.0, 2.0, 0.5, 3.0, 0.25, -4.0, 1.5], n), dtype=np.float32).view(np.uint32)
+        b = np.where(k < 0.15, q, b).astype(np.uint32)
+        a = np.where(k < 0.08, fp32.mul(b, a), a).astype(np.uint32)
+        tiny = (rng.integers(1, 1 << 12, n) | (rng.integers(0, 2, n) << 31)).astype(np.uint32)
+        a = np.where((k > 0.9) & (k < 0.95), tiny, a).astype(np.uint32)
+    if op == "fsqrt":  # mostly non-negative, and exact squares
+        a = np.where(rng.random(n) < 0.7, a & np.uint32(0x7FFFFFFF), a).astype(np.uint32)
+        sq = fp32.mul(b & np.uint32(0x5FFFFFFF), b & np.uint32(0x5FFFFFFF))
+        a = np.where(rng.random(n) < 0.15, sq, a).astype(np.uint32)
     if op in ("f2i", "frnd"):  # values near integers and the conversion limits
         x = np.array(
             np.round(rng.uniform(-1e4, 1e4, n)) + rng.choice([0, 0.5, 0.25, 0.75, 1e-3], n), dtype=np.float32
@@ -368,7 +385,7 @@ def operands(op: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.
 # ---------------------------------------------------------------------------------------------
 # tests: every op and modifier combination
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "ffma"])
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "ffma", "fdiv"])
 def test_all_edge_pairs_rn(op: str) -> None:
     a, b = edge_pairs()
     rng = np.random.default_rng(1)
@@ -391,10 +408,10 @@ def test_compare_edge_pairs(op: str) -> None:
         check(op, mods, a, b)
 
 
-@pytest.mark.parametrize("op", ["i2f", "f2i", "frnd"])
+@pytest.mark.parametrize("op", ["i2f", "f2i", "frnd", "fsqrt"])
 def test_conversion_edges(op: str) -> None:
     e = np.array(EDGE + [x ^ 0x80000000 for x in EDGE] + INT_EDGE, dtype=np.uint32)
-    table = {"i2f": I2F, "f2i": F2I, "frnd": FRND}[op]
+    table = {"i2f": I2F, "f2i": F2I, "frnd": FRND, "fsqrt": DIVSQRT[8:]}[op]
     for _, mods in table:
         check(op, mods, e)
 
@@ -403,7 +420,8 @@ def test_conversion_edges(op: str) -> None:
     "op,mods",
     [("fadd", {"rnd": "rm"}), ("ffma", {"rnd": "rp", "sat": True}), ("fmul", {"rnd": "rz", "ftz": True}),
      ("fmax", {}), ("f2i", {"sign": "s", "irnd": "rmi"}), ("i2f", {"sign": "s", "rnd": "rn"}),
-     ("frnd", {"irnd": "rpi"}), ("fsetp", {"cmp": "ltu", "bop": "or"}), ("fsetp", {"cmp": "eq"})],
+     ("frnd", {"irnd": "rpi"}), ("fsetp", {"cmp": "ltu", "bop": "or"}), ("fsetp", {"cmp": "eq"}),
+     ("fdiv", {"rnd": "rp", "ftz": True}), ("fsqrt", {"rnd": "rm"})],
 )  # fmt: skip
 def test_guard_alias_immediate(op: str, mods: dict) -> None:
     """A guarded op writes nothing where its guard is false; a destination that is also a source;
@@ -413,9 +431,9 @@ def test_guard_alias_immediate(op: str, mods: dict) -> None:
     check(op, mods, a, b, c, guard=True)
     if op != "fsetp":
         check(op, mods, a, b, c, alias=0)
-        if op not in ("i2f", "f2i", "frnd"):
+        if op not in UNARY:
             check(op, mods, a, b, c, alias=1, guard=True)
-    nsrc = {"ffma": 3, "fsetp": 2}.get(op, 1 if op in ("i2f", "f2i", "frnd") else 2)
+    nsrc = {"ffma": 3, "fsetp": 2}.get(op, 1 if op in UNARY else 2)
     for k in range(nsrc):
         for v in (0x3F800000, 0x4C000000, 0x80000000, 0x7F800000, 0x00000005, 0xC0490FDB, 0x7FFFFFFF):
             check(op, mods, a, b, c, imm={k: v})
@@ -434,7 +452,9 @@ def test_fsetp_constant_predicate(bop: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "op,mods", [("fadd", {}), ("fmul", {}), ("ffma", {}), ("f2i", {"sign": "u", "irnd": "rzi"})]
+    "op,mods",
+    [("fadd", {}), ("fmul", {}), ("ffma", {}), ("f2i", {"sign": "u", "irnd": "rzi"}), ("fdiv", {}),
+     ("fsqrt", {})],
 )
 def test_allocated(op: str, mods: dict) -> None:
     """The sequences run after register allocation (they fit the 32 registers and 8 predicates)."""
@@ -451,7 +471,7 @@ def test_sweep(combo: tuple) -> None:
     """All edge pairs, then 4096 random operand sets and 4096 near-cancelling pairs."""
     op, mods = combo
     rng = np.random.default_rng(abs(hash(_id(combo))) % 2**32 + 7)
-    if op not in ("i2f", "f2i", "frnd"):
+    if op not in UNARY:
         a, b = edge_pairs()
         c = np.array(EDGE, dtype=np.uint32)[rng.integers(0, len(EDGE), len(a))]
         check(op, mods, a, b, c)

@@ -885,16 +885,17 @@ def test_expansion_without_a_launch_keeps_spaces() -> None:
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(FEATURE_KERNELS))
 def test_engine_prepare_accepts(name: str) -> None:
-    """Accepted (ROM program <= 512 rows, only weight ops), or refused for the ROM size alone."""
+    """Accepted (ROM program within the ROM, only weight ops), or refused for the ROM size alone."""
     from qwengpu.machine import engine
 
     cu, spec = ITEMS[name]
     try:
         _, prog, prompt, _, _ = engine.prepare(cu, spec)
     except MachineLimitError as e:
-        assert "the ROM has 512" in str(e) or "machine instructions of program" in str(e), e
+        rows = engine.DEFAULT_SHAPE.rom_rows
+        assert f"the ROM has {rows}" in str(e) or "machine instructions of program" in str(e), e
         pytest.skip(f"program size: {e}")
-    assert len(prog.code) <= 512
+    assert len(prog.code) <= engine.DEFAULT_SHAPE.rom_rows
     check_weight_program(prog)
 
 

@@ -47,7 +47,10 @@ def test_protocol_roundtrip():
     assert P.decode(P.data(12, 0x7FF)) == P.Token("DATA", 12, 0x7FF)
     assert P.decode(P.ctl(P.STORE, 3)) == P.Token("STORE", 3)
     assert P.decode(P.ctl(P.MASK, 0b0110)) == P.Token("MASK", 0b0110)
-    assert max(P.pass_(511, 15), P.ctl(P.FAULT, 1023), P.data(15, 2047)) < 1 << 16
+    assert max(P.pass_(511, 15), P.ctl(P.FAULT, 1023), P.data(15, 2047), P.ctl(P.BANK, 3)) < 1 << 16
+    # a PASS names pc bits 0..8; the 10th bit comes from the last BANK token before it
+    toks = [P.pass_(5, 1), P.ctl(P.BANK, 1), P.pass_(5, 1), P.ctl(P.BANK, 2), P.pass_(7, 0, full=False)]
+    assert [t.a for t in P.read_all(toks) if t.kind == "PASS"] == [5, 517, 7]
 
 
 def test_trace_counts_split_passes_into_warp_instructions():
@@ -56,14 +59,16 @@ def test_trace_counts_split_passes_into_warp_instructions():
     assert trace_counts(tr) == {"warp_instructions": 4, "passes": 5, "blocks": 1, "barriers": 0}
 
 
-@pytest.mark.parametrize("name", ["vadd", "intops", "bitops", "mul", "multi", "bar"])
+@pytest.mark.parametrize("name", ["vadd", "intops", "bitops", "mul", "multi", "bar", "banks"])
 def test_model_equals_sim_and_interp(machine, name):
     """vadd: divergent guard (3 of 4 threads); intops/bitops: min/max, popc, clz, brev, shifts, sel
     with two immediates; mul: multiplication as a sequence of weight ops; multi: 3 blocks of 64
     threads (2 warps, 16 lane groups), data-dependent loop trip counts (divergence and min-PC
     reconvergence), blockIdx; bar: 2 blocks of 64 threads exchanging values through global memory
-    across three ``__syncthreads()``. The model's dump equals sim.py (with the same expansion), the
-    interpreter and the spec's expected values, and it issues exactly sim.py's warp instructions."""
+    across three ``__syncthreads()``; banks: a 618-row program whose loop crosses between the two
+    halves of the ROM every trip, lanes of one group in different halves. The model's dump equals
+    sim.py (with the same expansion), the interpreter and the spec's expected values, and it issues
+    exactly sim.py's warp instructions."""
     run = run_machine(K / f"{name}.cu", model=machine[1], max_tokens=60000)
     sim = run_for_weights(K / f"{name}.cu")
     ref = run_kernel(K / f"{name}.cu")
@@ -73,6 +78,8 @@ def test_model_equals_sim_and_interp(machine, name):
     assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]
     assert run.stats["passes"] == sim.stats["passes"]
     assert run.trace[-1] == P.ctl(P.HALT)
+    banks = [t for t in run.trace if P.decode(t).kind == "BANK"]
+    assert (len(banks) > 4) == (name == "banks")  # the model switches halves only when it must
 
 
 def test_blocks_and_barriers_are_written_by_the_model(machine):
