@@ -46,6 +46,8 @@ FORMS: list[tuple[str, dict]] = [
     ("f2i", {"sign": "u", "irnd": "rzi"}), ("f2i", {"sign": "s", "irnd": "rmi", "ftz": True}),
     ("frnd", {"irnd": "rni"}), ("frnd", {"irnd": "rzi"}), ("frnd", {"irnd": "rpi"}),
     ("frnd", {"sat": True}), ("frnd", {"ftz": True}),
+    ("fdiv", {}), ("fdiv", {"rnd": "rz"}), ("fdiv", {"ftz": True}),
+    ("fsqrt", {}), ("fsqrt", {"rnd": "rm"}), ("fsqrt", {"ftz": True}),
 ]  # fmt: skip
 
 
@@ -86,7 +88,7 @@ def sequence(op: str, mods: dict, imm: int | None = None) -> list[MInstr]:
     from qwengpu.machine.soft import Fresh
 
     fr = Fresh(lower_kernel(tsf._module(), "k", [True] * 4))
-    n = {"ffma": 3, "fsetp": 2}.get(op, 1 if op in ("i2f", "f2i", "frnd") else 2)
+    n = {"ffma": 3, "fsetp": 2}.get(op, 1 if op in tsf.UNARY else 2)
     srcs: list = [R(1000 + i) for i in range(n)]
     if imm is not None:
         srcs[1] = Imm(imm)
@@ -119,7 +121,7 @@ def rows() -> list[dict]:
             "regs": regs,
             "preds": preds,
         }
-        if op != "fsetp" and op not in ("i2f", "f2i", "frnd"):
+        if op != "fsetp" and op not in tsf.UNARY:
             row["imm"] = len(sequence(op, mods, imm=0x40400000))
         if op in ("fmul", "ffma") and not mods:
             for shape in ("loop", "mul"):

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compile_flags(p)
 
     p = sub.add_parser("check", help='run every spec with "expected" in a folder; non-zero exit on mismatch')
-    p.add_argument("dir", help="folder of NAME.cu + NAME.json")
+    p.add_argument("dir", help="folder of NAME.cu + NAME.json, or one NAME.cu with its NAME.json beside it")
     p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"])
     p.add_argument("--model", metavar="DIR")
     p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
@@ -200,7 +200,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from qwengpu.runner import corpus, run_kernel
 
-    items = corpus(args.dir)
+    one = Path(args.dir)
+    if one.suffix == ".cu" and not one.is_dir():
+        if not one.is_file() or not one.with_suffix(".json").is_file():
+            spec = one.with_suffix(".json")
+            raise QwenGPUError(f"{one}: check needs the kernel and its launch spec {spec}")
+        items = [(one, one.with_suffix(".json"))]
+    else:
+        items = corpus(args.dir)
     if args.k:
         items = [(c, j) for c, j in items if args.k in c.name]
     if not items:

@@ -68,6 +68,14 @@ def test_check_dir_pass_and_fail(dot: Path, tmp_path: Path):
     assert json.loads(p.stdout)["failed"] == 1
 
 
+def test_check_one_kernel_file(dot: Path, tmp_path: Path):
+    p = cli("check", str(dot))
+    assert p.returncode == 0 and "1 passed, 0 failed" in p.stdout
+    (tmp_path / "lone.cu").write_text(DOT_SRC)
+    p = cli("check", str(tmp_path / "lone.cu"))
+    assert p.returncode != 0 and "lone.json" in p.stderr and "Traceback" not in p.stderr
+
+
 def _no_traceback(p: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in p.stderr and p.stderr.startswith("error: ")
 
