@@ -3,11 +3,12 @@
 Why this shape: every operation must be an exact circuit on 32-bit words that the transformer
 compiler can build in stock MLP / Gated DeltaNet layers, and every instruction is fed to the
 model as tokens, so instructions are few fixed fields (opcode, modifier bits, guard, register
-numbers, at most a few 32-bit immediates). Whatever is rare or wide (64-bit integers, integer
-division, bit-field ops, byte permutes) is *not* an op: the lowering (``lower.py``) expands it
-into sequences of these ops. Float division and square root ARE ops (``fdiv``, ``fsqrt``): one
-instruction each, so the weight lowering can expand them into short integer loops and share one
-body per program (``softfloat.py``) instead of repeating a float-op sequence at every use.
+numbers, at most a few 32-bit immediates). Whatever is rare or wide (64-bit integers, bit-field
+ops, byte permutes) is *not* an op: the lowering (``lower.py``) expands it into sequences of
+these ops. 32-bit integer and float division and the square root ARE ops (``idiv irem fdiv
+fsqrt``): one instruction each, so the weight lowering can expand them into short integer loops
+and share one body per program (``soft.py``, ``softfloat.py``) instead of repeating a sequence
+built on float estimates at every use.
 
 State per thread: 32 general registers ``r0..r31`` (32-bit) and 8 one-bit predicates ``p0..p7``;
 ``PT`` is the constant-true predicate (``!PT`` is false). Every instruction may carry a guard
@@ -100,6 +101,11 @@ _SPECS = [
     OpSpec("mul", "alu", "r", "rr", (), "d = low 32 bits of a * b"),
     OpSpec("mulhi", "alu", "r", "rr", ("sign",), "d = high 32 bits of the 64-bit product (s or u)"),
     OpSpec("mad", "alu", "r", "rrr", (), "d = low 32 bits of a * b + c"),
+    OpSpec(
+        "idiv", "alu", "r", "rr", ("sign",),
+        "d = a / b truncated toward zero (s|u); b != 0 (the lowering traps first); INT_MIN / -1 = INT_MIN",
+    ),
+    OpSpec("irem", "alu", "r", "rr", ("sign",), "d = a - b * (a / b) (s|u, the sign of a); b != 0"),
     OpSpec("and", "alu", "r", "rr", (), "d = a & b"),
     OpSpec("or", "alu", "r", "rr", (), "d = a | b"),
     OpSpec("xor", "alu", "r", "rr", (), "d = a ^ b"),

@@ -992,62 +992,6 @@ class Lowerer:
     # =========================================================================================
     # integer sequences (32-bit words, 64-bit pairs)
     # =========================================================================================
-    def recip(self, b: R | Imm) -> R:
-        """~1/b for a positive normal float b: magic seed + 3 Newton steps (relative error below
-        2^-23.9 for every mantissa, checked exhaustively; the exponent scales out exactly)."""
-        r = self.op("sub", Imm(0x7EF311C7), b)
-        nb = self.op("xor", b, Imm(0x80000000))
-        for _ in range(3):
-            e = self.op("ffma", nb, r, Imm(0x3F800000))
-            r = self.op("ffma", r, e, r)
-        return r
-
-    def udivmod32(self, n: R | Imm, d: R | Imm) -> tuple[R, R]:
-        """Unsigned quotient and remainder (d != 0), exactly.
-
-        A float estimate that never exceeds the true quotient (operands rounded toward zero, the
-        reciprocal scaled down by 2^-21 so it stays below 1/d), refined once with the exact
-        remainder, then corrected by an integer loop (while r >= d: r -= d, q += 1) — so the
-        result is exact whatever the estimate's error; the estimate only bounds the loop (<= 2)."""
-        nf = self.op("i2f", n, sign="u", rnd="rz")
-        df = self.op("i2f", d, sign="u", rnd="rp")
-        r = self.op("fmul", self.recip(df), Imm(0x3F7FFFF8), rnd="rz")  # * (1 - 2^-21)
-        nd = self.op("sub", Imm(0), d)
-        q = self.tmp()
-        self.into(q, "f2i", self.op("fmul", nf, r, rnd="rz"), sign="u", irnd="rzi")
-        rem = self.op("mad", q, nd, n)  # n - q*d, exact: 0 <= rem <= n
-        c = self.op(
-            "f2i", self.op("fmul", self.op("i2f", rem, sign="u", rnd="rz"), r, rnd="rz"), sign="u", irnd="rzi"
-        )
-        self.into(q, "add", q, c)
-        self.into(rem, "mad", q, nd, n)
-        loop, done = self._label(), self._label()
-        self.place(loop)
-        p = self.setp("ge", rem, d)
-        self.bra(done, p.inv())
-        self.into(rem, "sub", rem, d)
-        self.into(q, "add", q, Imm(1))
-        self.bra(loop)
-        self.place(done)
-        return q, rem
-
-    def sabs(self, x: R | Imm) -> tuple[R | Imm, R | Imm]:
-        """(|x| as u32, sign mask 0 or -1)."""
-        if isinstance(x, Imm):
-            v = x.v - (1 << 32) if x.v >> 31 else x.v
-            return Imm(abs(v)), Imm(M32 if v < 0 else 0)
-        s = self.op("shr", x, Imm(31), sign="s")
-        return self.op("sub", self.op("xor", x, s), s), s
-
-    def sdivmod32(self, n: R | Imm, d: R | Imm) -> tuple[R, R]:
-        an, sn = self.sabs(n)
-        ad, sd = self.sabs(d)
-        q, r = self.udivmod32(an, ad)
-        sq = self.op("xor", sn, sd)
-        q2 = self.op("sub", self.op("xor", q, sq), sq)
-        r2 = self.op("sub", self.op("xor", r, sn), sn)
-        return q2, r2
-
     def div_zero_check(self, d: R | Imm, ins: Instr, t: str, hi: R | Imm | None = None) -> None:
         if isinstance(d, Imm) and (hi is None or isinstance(hi, Imm)):
             if d.v == 0 and (hi is None or hi.v == 0):
@@ -1704,8 +1648,8 @@ class Lowerer:
             return
         va, vb = self.read32(a, t, ins), self.read32(b, t, ins)
         self.div_zero_check(vb, ins, t)
-        q, r = self.sdivmod32(va, vb) if _signed(t) else self.udivmod32(va, vb)
-        self.write32v(d, t, q if quotient else r, ins)
+        op, sign = "idiv" if quotient else "irem", "s" if _signed(t) else "u"
+        self.write32(d, t, lambda x: self.into(x, op, va, vb, sign=sign), ins)
 
     def _l_abs(self, ins: Instr) -> None:
         t = _type_of(ins)

@@ -29,6 +29,7 @@ from qwengpu.machine.limits import LIMITS, need
 from qwengpu.machine.lower import Program
 from qwengpu.ptx.ir import TYPES, Instr
 from qwengpu.simt import fp32
+from qwengpu.simt import ops as iops
 from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 
 WARP = 32
@@ -650,6 +651,25 @@ class MachineSim:
 
             def f(a, b):
                 return fn(np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32))
+
+        return self._alu(ins, f)
+
+    def _op_idiv(self, ins: MInstr, pc: int) -> Callable:
+        return self._divmod(ins, 0)
+
+    def _op_irem(self, ins: MInstr, pc: int) -> Callable:
+        return self._divmod(ins, 1)
+
+    def _divmod(self, ins: MInstr, which: int) -> Callable:
+        """C division (the interpreter's ``div_trunc``); lanes with b == 0 compute a / 1 (the
+        lowering traps before any active lane divides by zero)."""
+        dt = np.int32 if ins.mod("sign") == "s" else np.uint32
+
+        def f(a, b):
+            x = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)).view(dt)
+            y = np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)).view(dt)
+            y = np.where(y == 0, dt(1), y).astype(dt)
+            return iops.div_trunc(x, y)[which].astype(dt).view(np.uint32)
 
         return self._alu(ins, f)
 

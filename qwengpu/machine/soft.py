@@ -170,7 +170,7 @@ WEIGHT_OPS: frozenset[str] = frozenset(
 WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 SIDE_EFFECTS = ("ld", "st", "atom", "trap", "bar", "exit", "vote", "ballot", "shfl", "shflp", "call")
 #: the ops this module expands (``softfloat.py`` registers more in ``EXPANDERS``)
-INTEGER_EXPANDED = ("mul", "mad", "mulhi", "mulw", "plop", "ld")
+INTEGER_EXPANDED = ("mul", "mad", "mulhi", "mulw", "plop", "ld", "idiv", "irem")
 ROM_BUDGET = 1024  # program rows of the machine in the weights (circuit.MachineShape.rom_rows)
 MUL_VARIANTS = ("auto", "unrolled", "loop", "bitloop", "straight")
 ROUTINE_MODES = ("auto", "never", "always", "generic")
@@ -1574,6 +1574,64 @@ def _x_mad(ins: MInstr, fr: Fresh) -> list[MInstr]:
 
 
 # ---------------------------------------------------------------------------------------------
+# integer division
+# ---------------------------------------------------------------------------------------------
+def udivmod_into(s: Seq, n: R | Imm, d: R | Imm, want_q: bool = True) -> tuple[R, R]:
+    """(n / d, n % d) unsigned, d != 0: the divisor aligned under the dividend's top bit, then one
+    compare-and-subtract per quotient bit (7 instructions each, as many as the quotient has bits:
+    a few for the small quotients of index arithmetic, at most 32). ``want_q=False`` skips the
+    quotient (5 per bit). A lane with d == 0 (the lowering traps first) still ends."""
+    if not (isinstance(d, Imm) and d.v):
+        d = s.op("max", d, Imm(1), sign="u")
+    q = s.op("mov", Imm(0))
+    r = s.op("mov", n)
+    done = s.label()
+    s.bra(done, s.setp("lt", r, d))
+    cd = Imm(32 - d.v.bit_length()) if isinstance(d, Imm) else s.op("clz", d)
+    dd = s.op("shl", d, s.op("sub", cd, s.op("clz", r)))
+    top = s.label()
+    s.place(top)
+    if want_q:
+        s.into(q, "add", q, q)
+    p = s.setp("ge", r, dd)
+    s.into(r, "sub", r, dd, guard=p)
+    if want_q:
+        s.into(q, "or", q, Imm(1), guard=p)
+    s.into(dd, "shr", dd, Imm(1))
+    s.bra(top, s.setp("ge", dd, d))
+    s.place(done)
+    return q, r
+
+
+@expander("idiv", "irem")
+def _x_idiv(ins: MInstr, fr: Fresh) -> list[MInstr]:
+    """C division on 32-bit words: unsigned by :func:`udivmod_into`; signed on the magnitudes,
+    the quotient negated when the signs differ and the remainder given the dividend's sign
+    (INT_MIN / -1 = INT_MIN, as the interpreter's wrap)."""
+    s = Seq(fr)
+    a, b = ins.s
+    quotient = ins.op == "idiv"
+    if ins.mod("sign") != "s":
+        q, r = udivmod_into(s, a, b, quotient)
+        s.into(ins.d[0], "mov", q if quotient else r)
+        return s.code
+
+    def mag(x: R | Imm) -> tuple[R | Imm, R | Imm]:
+        if isinstance(x, Imm):
+            v = _s32(x.v)
+            return Imm(abs(v)), Imm(M32 if v < 0 else 0)
+        sx = s.op("shr", x, Imm(31), sign="s")
+        return s.op("sub", s.op("xor", x, sx), sx), sx
+
+    (an, sn), (ad, sd) = mag(a), mag(b)
+    q, r = udivmod_into(s, an, ad, quotient)
+    sg = s.op("xor", sn, sd) if quotient else sn
+    v = q if quotient else r
+    s.into(ins.d[0], "sub", s.op("xor", v, sg), sg)
+    return s.code
+
+
+# ---------------------------------------------------------------------------------------------
 # high word of the product
 # ---------------------------------------------------------------------------------------------
 def _hi_step(s: Seq, S: R, p: P, c0: R, ch: R) -> None:
@@ -1909,7 +1967,7 @@ from qwengpu.machine.softfloat import FLOAT_EXPANDERS  # noqa: E402
 EXPANDERS.update(FLOAT_EXPANDERS)
 
 # shared routines: the multiplies (what mad, mulw and lower.py's division sequences reduce to)
-routable("mul", "mulhi")
+routable("mul", "mulhi", "idiv", "irem")
 
 
 def route_floats() -> None:

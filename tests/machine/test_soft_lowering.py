@@ -290,6 +290,47 @@ def test_guarded_multiply(op: str, f, mask: int, mul: str) -> None:
     assert words(got) == want
 
 
+def _cdiv(x: int, y: int, signed: bool, rem: bool) -> int:
+    """C division of 32-bit words (truncation toward zero), from Python integers."""
+    if signed:
+        x, y = (v - (1 << 32) if v >> 31 else v for v in (x, y))
+    q = abs(x) // abs(y)
+    q = -q if (x < 0) != (y < 0) else q
+    return (x - q * y if rem else q) & M32
+
+
+@pytest.mark.parametrize("op", ["div.u32", "rem.u32", "div.s32", "rem.s32"])
+@pytest.mark.parametrize("divisor", ["reg", 7, -3, 1, 0x80000000])
+def test_integer_division_in_weight_ops(op: str, divisor) -> None:
+    """32-bit div/rem (one ``idiv``/``irem`` instruction for the simulator) expanded into weight
+    ops: edge pairs (INT_MIN / -1, divisors above the dividend, with the top bit set) and random
+    pairs of random lengths (lanes of a warp take different numbers of quotient bits)."""
+    a, b = edge_pairs(41, 192)
+    b = [y or 7 for y in b]
+    signed, rem = op.endswith("s32"), op.startswith("rem")
+    src = "{B}" if divisor == "reg" else str(divisor)
+    if divisor != "reg":
+        b = [divisor & M32] * len(a)
+    got, _, prog = run_soft(
+        binop_ptx(f"{op} {{C}}, {{A}}, {src};", "u32", "u32", "u32"), binop_spec(a, b, "u32", "u32", "u32")
+    )
+    assert not isinstance(got, str), got
+    assert not any(x.op in ("idiv", "irem") for x in prog.code)
+    assert words(got) == [_cdiv(x, y, signed, rem) for x, y in zip(a, b, strict=True)]
+
+
+@pytest.mark.parametrize("mask", [1, 5, 0])
+def test_guarded_integer_division(mask: int) -> None:
+    a, b = edge_pairs(mask + 43, 96)
+    b = [y or 3 for y in b]
+    body = GUARDED.format(mask=mask, op="rem.s32 {C}, {A}, {B};")
+    got, _, _ = run_soft(binop_ptx(body, "u32", "u32", "u32"), binop_spec(a, b, "u32", "u32", "u32"))
+    assert not isinstance(got, str), got
+    pairs = enumerate(zip(a, b, strict=True))
+    want = [_cdiv(x, y, True, True) if i & mask else 0x55555555 for i, (x, y) in pairs]
+    assert words(got) == want
+
+
 def test_guard_overwritten_by_its_own_sequence(monkeypatch) -> None:
     """An expansion that writes its own guard predicate and non-temporaries twice, with an inner
     guard on a non-temporary write: the framework copies the guard and combines the guards."""
