@@ -943,6 +943,7 @@ def _expand(prog: Program, opts: Options, windows: dict[str, Window] | None = No
         validate(y)
         code.append(y)
     ranges = [(mapping[a], mapping[b]) for a, b in prog.ptx_ranges]
+    code, ranges = local_value_numbering(code, ranges, prog.pinned)
     out = replace(
         prog,
         code=code,
@@ -953,6 +954,89 @@ def _expand(prog: Program, opts: Options, windows: dict[str, Window] | None = No
         kinds=dict(prog.kinds),
     )
     return out, fr
+
+
+# ---------------------------------------------------------------------------------------------
+# local value numbering: one copy of a value that expansions recompute
+# ---------------------------------------------------------------------------------------------
+#: pure ops whose repeated computation (same op, modifiers and sources in one basic block) is
+#: reused (``mov`` of a constant is not: sharing constants only lengthens live ranges)
+CSE_OPS = frozenset({"add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz",
+                     "brev", "sel", "s2r", "addw", "subw", "mulw"})  # fmt: skip
+CSE_REACH = 24
+_BLOCK_ENDS = frozenset({"bra", "ret", "exit", "trap"})  # a call returns to the next pc: no block end
+
+
+def local_value_numbering(
+    code: list[MInstr], ranges: list[tuple[int, int]], pinned: set[int]
+) -> tuple[list[MInstr], list[tuple[int, int]]]:
+    """Delete an instruction that recomputes, in the same basic block, a value an earlier one
+    computed from the same unchanged sources, and read the earlier register instead.
+
+    Why: expansions are built one instruction at a time, so e.g. every local-memory access
+    recomputes its thread's slot address (``s2r``, two shifts, an add) and nearby ones are equal.
+    Only single-definition registers are merged (the kept one's value then holds wherever the
+    deleted one was read: its definition comes first in the block and is never redone); guarded
+    instructions, predicates and cross-lane (pinned) registers are left alone, and only values
+    computed at most ``CSE_REACH`` instructions before are reused (a longer live range costs
+    registers: programs near the 32-register limit would spill or no longer fit)."""
+    ndefs: dict[R, int] = {}
+    for x in code:
+        for d in x.d:
+            if isinstance(d, R):
+                ndefs[d] = ndefs.get(d, 0) + 1
+    starts = {x.target for x in code if x.target is not None}
+    rename: dict[R, R] = {}
+    keep = [True] * len(code)
+    table: dict[tuple, tuple[R, int]] = {}
+
+    def ren(v: object) -> object:
+        return rename.get(v, v) if isinstance(v, R) else v
+
+    for i, x in enumerate(code):
+        if i in starts:
+            table.clear()
+        srcs = tuple(ren(v) for v in x.s)
+        d = x.d[0] if len(x.d) == 1 else None
+        key = None
+        if (
+            x.op in CSE_OPS
+            and x.guard is None
+            and isinstance(d, R)
+            and ndefs.get(d) == 1
+            and d.n not in pinned
+            and not any(isinstance(v, R) and v.n in pinned for v in srcs)
+        ):
+            key = (x.op, tuple(sorted((k, str(v)) for k, v in x.m.items())), srcs)
+            prev = table.get(key)
+            if prev is not None and i - prev[1] <= CSE_REACH:
+                rename[d] = prev[0]
+                keep[i] = False
+                continue
+        for dv in x.d:  # a redefinition invalidates what was computed from (or into) it
+            hit = {dv} if isinstance(dv, R) else {P(dv.n), P(dv.n, True)}  # !p reads p too
+            for k in [k for k, v in table.items() if v[0] == dv or hit & set(k[2])]:
+                del table[k]
+        if key is not None and d not in srcs:
+            table[key] = (d, i)  # type: ignore[assignment]
+        if x.op in _BLOCK_ENDS:
+            table.clear()
+    if not rename:
+        return code, ranges
+    new_pc = [0] * (len(code) + 1)
+    out: list[MInstr] = []
+    for i, x in enumerate(code):
+        new_pc[i] = len(out)
+        if keep[i]:
+            out.append(x)
+    new_pc[len(code)] = len(out)
+    fixed = []
+    for x in out:
+        y = replace(x, s=tuple(ren(v) for v in x.s), guard=x.guard, m=dict(x.m))
+        if y.target is not None:
+            y.target = new_pc[y.target]
+        fixed.append(y)
+    return fixed, [(new_pc[a], new_pc[b]) for a, b in ranges]
 
 
 # ---------------------------------------------------------------------------------------------
