@@ -17,7 +17,7 @@ from machine_helpers import HEADER, binop_ptx, binop_spec, run_interp
 
 from qwengpu.errors import MachineLimitError, QwenGPUError
 from qwengpu.machine import soft
-from qwengpu.machine.isa import POISON, Imm, MInstr, R
+from qwengpu.machine.isa import POISON, Imm, MInstr, P, R
 from qwengpu.machine.soft import (
     INTEGER_EXPANDED,
     WEIGHT_OPS,
@@ -288,6 +288,32 @@ def test_guarded_multiply(op: str, f, mask: int, mul: str) -> None:
     assert not isinstance(got, str), got
     want = [f(x, y) if i & mask else 0x55555555 for i, (x, y) in enumerate(zip(a, b, strict=True))]
     assert words(got) == want
+
+
+def test_local_value_numbering() -> None:
+    """A recomputed value is read from its first register (the duplicate deleted, targets and PTX
+    ranges shifted); a value whose predicate source was redefined (also read negated) is not."""
+    from qwengpu.machine.soft import local_value_numbering
+
+    r = [R(i) for i in range(10)]
+    p0 = P(0)
+    code = [
+        MInstr("s2r", (r[1],), (), {"sr": "tid.x"}),
+        MInstr("shl", (r[2],), (r[1], Imm(2))),
+        MInstr("s2r", (r[3],), (), {"sr": "tid.x"}),  # = r1
+        MInstr("shl", (r[4],), (r[3], Imm(2))),  # = r2 once r3 reads as r1
+        MInstr("setp", (p0,), (r[2], Imm(8)), {"cmp": "lt", "sign": "u"}),
+        MInstr("sel", (r[5],), (r[4], Imm(0), p0.inv())),
+        MInstr("setp", (p0,), (r[2], Imm(4)), {"cmp": "lt", "sign": "u"}),
+        MInstr("sel", (r[6],), (r[2], Imm(0), p0.inv())),  # p0 changed: kept
+        MInstr("bra", (), (), {}, P(0), 0),
+        MInstr("add", (r[7],), (r[5], r[6])),
+    ]
+    out, ranges = local_value_numbering(code, [(0, 2), (2, 4), (4, 10)], set())
+    assert [str(x) for x in out] == [str(x) for x in [
+        code[0], code[1], code[4], MInstr("sel", (r[5],), (r[2], Imm(0), p0.inv())), code[6], code[7],
+        code[8], code[9]]]  # fmt: skip
+    assert ranges == [(0, 2), (2, 2), (2, 8)] and out[6].target == 0
 
 
 def _cdiv(x: int, y: int, signed: bool, rem: bool) -> int:
