@@ -350,7 +350,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     for _, v, unit in machine_limits():
         print(f"  {v:>6}  {unit}")
     print("\nthe machine compiled into the weights (integer datapath; mul, floats and what qwengpu/machine/")
-    print("soft*.py expand run as sequences of its ops; approximate float instructions are refused):")
+    print("soft*.py expand run as sequences of its ops; lg2, sin, cos and tanh.approx are refused):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
     print("\na launch beyond a limit is refused with a message naming the limit (exit code 6)")

@@ -97,9 +97,16 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     p = cli("run", str(tmp_path / "missing.cu"))
     assert p.returncode != 0
     _no_traceback(p)
-    softmax = ROOT / "kernels" / "softmax.cu"  # ex2.approx: no exact machine sequence, refused by name
-    p = cli("run", str(softmax), "--engine", "machine")
-    assert p.returncode == 6 and "ex2.approx" in p.stderr and "beyond the machine" in p.stderr
+    # sin.approx: no exact machine sequence yet, refused by name before any model is loaded
+    (tmp_path / "fsin.cu").write_text(
+        'extern "C" __global__ void fsin(float* y) { y[threadIdx.x] = __sinf(y[threadIdx.x]); }\n'
+    )
+    (tmp_path / "fsin.json").write_text(
+        '{"kernel": "fsin", "grid": 1, "block": 4, '
+        '"args": [{"name": "y", "type": "f32*", "data": [0.5, 1, 2, 3]}], "outputs": ["y"]}'
+    )
+    p = cli("run", str(tmp_path / "fsin.cu"), "--engine", "machine")
+    assert p.returncode == 6 and "sin.approx" in p.stderr and "beyond the machine" in p.stderr
     _no_traceback(p)
     p = cli("run", str(dot), "--engine", "model")
     assert p.returncode != 0 and "not available yet" in p.stderr

@@ -5,10 +5,10 @@ compiler can build in stock MLP / Gated DeltaNet layers, and every instruction i
 model as tokens, so instructions are few fixed fields (opcode, modifier bits, guard, register
 numbers, at most a few 32-bit immediates). Whatever is rare or wide (64-bit integers, bit-field
 ops, byte permutes) is *not* an op: the lowering (``lower.py``) expands it into sequences of
-these ops. 32-bit integer and float division and the square root ARE ops (``idiv irem fdiv
-fsqrt``): one instruction each, so the weight lowering can expand them into short integer loops
-and share one body per program (``soft.py``, ``softfloat.py``) instead of repeating a sequence
-built on float estimates at every use.
+these ops. 32-bit integer and float division, the square root and ``ex2.approx`` ARE ops
+(``idiv irem fdiv fsqrt fex2``): one instruction each, so the weight lowering can expand them
+into short integer loops and share one body per program (``soft.py``, ``softfloat.py``) instead
+of repeating a sequence built on float estimates at every use.
 
 State per thread: 32 general registers ``r0..r31`` (32-bit) and 8 one-bit predicates ``p0..p7``;
 ``PT`` is the constant-true predicate (``!PT`` is false). Every instruction may carry a guard
@@ -174,6 +174,7 @@ _SPECS = [
     ),
     OpSpec("fdiv", "fpu", "r", "rr", ("rnd", "ftz"), "d = a / b correctly rounded (rn rz rm rp), ftz"),
     OpSpec("fsqrt", "fpu", "r", "r", ("rnd", "ftz"), "d = sqrt(a) correctly rounded, ftz (sqrt(-0) = -0)"),
+    OpSpec("fex2", "fpu", "r", "r", ("ftz",), "d = 2^a correctly rounded (rn; ex2.approx), ftz"),
     # ---- memory
     OpSpec(
         "ld",

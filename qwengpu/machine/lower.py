@@ -1757,10 +1757,20 @@ class Lowerer:
         va = self.read32(a, t, ins)
         self.write32(d, t, lambda x: self.into(x, "fdiv", Imm(0x3F800000), va, rnd=rnd, ftz=ftz), ins)
 
+    def _l_ex2(self, ins: Instr) -> None:
+        """ex2.approx{.ftz}.f32: the machine op ``fex2`` (rn(2^x), like the interpreter's model)."""
+        t = _type_of(ins)
+        _, ftz, _ = self._fmods(ins)
+        if t != "f32":
+            return self.f64_trap(ins)
+        d, a = ins.operands
+        va = self.read32(a, t, ins)
+        self.write32(d, t, lambda x: self.into(x, "fex2", va, ftz=ftz), ins)
+
     def _approx_limit(self, ins: Instr) -> None:
         raise self.limit(ins, f"the approximate instruction `{ins.form}` (no exact machine sequence yet)")
 
-    _l_ex2 = _l_lg2 = _l_sin = _l_cos = _l_tanh = _approx_limit
+    _l_lg2 = _l_sin = _l_cos = _l_tanh = _approx_limit
 
     def _l_rsqrt(self, ins: Instr) -> None:
         t = _type_of(ins)

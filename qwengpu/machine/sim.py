@@ -897,6 +897,10 @@ class MachineSim:
         rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
         return self._alu(ins, lambda a: fp32.sqrt(np.broadcast_to(a, (WARP,)), rnd, ftz))
 
+    def _op_fex2(self, ins: MInstr, pc: int) -> Callable:
+        ftz = ins.mod("ftz")
+        return self._alu(ins, lambda a: fp32.ex2_approx(np.broadcast_to(a, (WARP,)), ftz))
+
     # ---- memory
     def _fault(self, w: Warp, lane: int, ptx: Instr, msg: str) -> ExecutionError:
         t = int(w.thread[lane])

@@ -40,14 +40,16 @@ so SIMT lanes with different data never diverge):
 
 Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructions issued):
 fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
-frnd 3-21. Not here: the approximate instructions (ex2/lg2/sin/cos/tanh.approx), which the
-lowering refuses before any float op exists.
+frnd 3-21. ``fdiv``/``fsqrt``: restoring loops; ``fex2`` (ex2.approx, rn(2^x)): shift-and-add
+(BKM) loops, ~300 rows and ~1150 issued, no multiply (``ex2_model.py``; exact on all 2^32 inputs,
+``bench/ex2_exhaustive.py``). Not here: lg2/sin/cos/tanh.approx, which the lowering refuses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from qwengpu.machine import ex2_model as em
 from qwengpu.machine.isa import PT, Imm, MInstr, P, R
 
 SIGN = 0x80000000
@@ -919,6 +921,140 @@ def expand_fsqrt(ins: MInstr, fr: object) -> list[MInstr]:
 
 
 # =============================================================================================
+# ex2.approx: rn(2^x) by shift-and-add (BKM), see ``ex2_model.py`` for the algorithm
+# =============================================================================================
+def _fex2_core(b: _B, a: Val) -> tuple:
+    """The rounding-independent part of ``fex2`` (the same for ftz: a subnormal operand acts as
+    0 anyway): (e = n + 126, the significand of 2^f with its leading one at bit 30 and
+    ``f != 0`` in bit 0) and, late, (the result for |x| >= 256, inf and NaN, whether it applies).
+    Step for step what ``ex2_model`` computes (there with uint64 for the register pairs)."""
+    aa = b.and_(a, Imm(ABS))
+    # |x| * 2^63 = mt << s (64 bits; every count "negative", i.e. huge, for |x| < 2^-32: 0)
+    mt = b.or_(b.shl(aa, Imm(8)), Imm(SIGN))
+    s = b.sub(b.shr(aa, Imm(23)), Imm(95))
+    fl = b.shl(mt, s)
+    fh = b.or_(b.shr(mt, b.sub(Imm(32), s)), b.shl(mt, b.sub(s, Imm(32))))
+    ip = b.shr(mt, b.sub(Imm(63), s))  # the integer part
+    # x < 0: f = 1 - G (mod 1), n = -I - 1 (n = -I when G = 0); F = f * 2^63 in (fh, fl)
+    pneg = b.setp("lt", a, Imm(0), sign="s")
+    fl = b.cond(pneg, fl, "sub", Imm(0), fl)
+    pz = b.setp("eq", fl, Imm(0), bop="and", c=pneg)
+    fh = b.cond(pneg, fh, "not", fh)
+    fh = b.cond(pz, fh, "add", fh, Imm(1))
+    fh = b.and_(fh, Imm(0x7FFFFFFF))
+    fo = b.or_(fh, fl)
+    pf0 = b.setp("eq", fo, Imm(0), bop="and", c=pneg)
+    e = b.add(ip, Imm(126))
+    e = b.cond(pneg, e, "sub", Imm(251), e)
+    e = b.cond(pf0, e, "add", e, Imm(1))
+    sticky = b.minu(fo, Imm(1))
+
+    def gadd(p: P, x: Val, y: Val) -> Val:  # p ? x + y : x
+        if isinstance(x, Imm):
+            return b.sel(b.add(x, y), x, p)
+        return b.cond(p, x, "add", x, y)
+
+    # k = 1..15 unrolled: if F >= L_k: F -= L_k, z += 2^(64-k) + (z >> k)
+    zh: Val = Imm(0)
+    zl: Val = Imm(0)
+    for k in range(1, 16):
+        lh, ll = em.P1[k - 1] >> 32, em.P1[k - 1] & M32
+        if k <= em.K_HI:
+            p = b.setp("gt", fh, Imm(lh))
+        else:
+            p = b.setp("ge", fl, Imm(ll))
+            p = b.setp("eq", fh, Imm(lh), bop="and", c=p)
+            p = b.setp("gt", fh, Imm(lh), bop="or", c=p)
+        bw = b.setp("lt", fl, Imm(ll), bop="and", c=p)
+        fl = b.cond(p, fl, "sub", fl, Imm(ll))
+        fh = b.cond(p, fh, "sub", fh, Imm(lh))
+        fh = b.cond(bw, fh, "sub", fh, Imm(1))
+        t1 = b.or_(b.shr(zl, Imm(k)), b.shl(zh, Imm(32 - k)))
+        t3 = b.add(b.shr(zh, Imm(k)), Imm(1 << (32 - k)))
+        carry = not (isinstance(zl, Imm) and zl.v == 0)
+        zl = gadd(p, zl, t1)
+        if carry:
+            c = b.setp("lt", zl, t1, bop="and", c=p)
+            zh = gadd(p, zh, t3)
+            zh = b.cond(c, zh, "add", zh, Imm(1))
+        else:
+            zh = gadd(p, zh, t3)
+
+    # k = 16..32: a loop, L_k = (C >> k) - (B_k - D_k)
+    fh, fl, zh, zl = (b.fresh_copy(v) for v in (fh, fl, zh, zl))
+    k = b.fresh_copy(Imm(16))
+    ck = b.fresh_copy(Imm(16))  # 32 - k
+    oh = b.fresh_copy(Imm(1 << 16))  # 2^(32-k)
+    bq = b.fresh_copy(Imm(em.B16))
+    dq = b.fresh_copy(Imm(em.D16))
+    top = b.label()
+    b.place(top)
+    al = b.or_(b.shr(Imm(em.C & M32), k), b.shl(Imm(em.C >> 32), ck))
+    ah = b.shr(Imm(em.C >> 32), k)
+    u = b.sub(bq, dq)
+    wl = b.add(fl, u)  # F + u - A in (dh, dl)
+    c1 = b.setp("lt", wl, u)
+    dl = b.sub(wl, al)
+    b1 = b.setp("lt", wl, al)
+    dh = b.sub(fh, ah)
+    b._emit("add", (dh,), (dh, Imm(1)), guard=c1)
+    b._emit("sub", (dh,), (dh, Imm(1)), guard=b1)
+    p = b.setp("ge", dh, Imm(0), sign="s")
+    b._emit("mov", (fl,), (dl,), guard=p)
+    b._emit("mov", (fh,), (dh,), guard=p)
+    t1 = b.or_(b.shr(zl, k), b.shl(zh, ck))
+    t3 = b.add(b.shr(zh, k), oh)
+    b._emit("add", (zl,), (zl, t1), guard=p)
+    c = b.setp("lt", zl, t1, bop="and", c=p)
+    b._emit("add", (zh,), (zh, t3), guard=p)
+    b._emit("add", (zh,), (zh, Imm(1)), guard=c)
+    b._emit("shr", (bq,), (bq, Imm(2)), sign="u")
+    b._emit("shr", (dq,), (dq, Imm(3)), sign="u")
+    b._emit("add", (k,), (k, Imm(1)))
+    b._emit("sub", (ck,), (ck, Imm(1)))
+    b._emit("shr", (oh,), (oh, Imm(1)), sign="u")
+    b.bra(top, b.setp("ne", oh, Imm(0)))
+
+    # k = 33..63: F < 2^32 (fl), L_k = A_k = floor(2^(63-k) / ln 2); y >> k = z_hi >> (k - 32)
+    av = b.fresh_copy(Imm(em.A33))
+    b._emit("mov", (k,), (Imm(1),))  # k - 32
+    b._emit("mov", (oh,), (Imm(SIGN),))  # 2^(64-k)
+    top3 = b.label()
+    b.place(top3)
+    p = b.setp("ge", fl, av)
+    b._emit("sub", (fl,), (fl, av), guard=p)
+    t = b.add(b.shr(zh, k), oh)
+    b._emit("add", (zl,), (zl, t), guard=p)
+    c = b.setp("lt", zl, t, bop="and", c=p)
+    b._emit("add", (zh,), (zh, Imm(1)), guard=c)
+    b._emit("shr", (av,), (av, Imm(1)), sign="u")
+    b._emit("add", (k,), (k, Imm(1)))
+    b._emit("shr", (oh,), (oh, Imm(1)), sign="u")
+    b.bra(top3, b.setp("ne", av, Imm(0)))
+    mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
+
+    def late() -> tuple:
+        # |x| >= 256: +inf, or +0 for x < 0; NaN: the canonical NaN
+        spec = b.sel(Imm(0), Imm(INF), b.setp("lt", a, Imm(0), sign="s"))
+        spec = b.sel(Imm(CNAN), spec, b.setp("gt", aa, Imm(INF)))
+        return spec, b.setp("ge", aa, Imm(em.BIG))
+
+    return (e, mn), late
+
+
+def expand_fex2(ins: MInstr, fr: object) -> list[MInstr]:
+    """ex2.approx{.ftz}.f32: rn(2^x), bit-exact with ``fp32.ex2_approx`` (checked on all 2^32
+    inputs by ``bench/ex2_exhaustive.py`` through ``ex2_model``)."""
+    b = _B(fr)
+    (a,) = _srcs(ins)
+    ftz = ins.mod("ftz")
+    (e, mn), late = _shared(b, "fex2.core", (a,), "rr", lambda bb, x, _: _fex2_core(bb, x), late_kinds="rp")
+    res = b.round_pack(Imm(0), e, mn, "rn", ftz)
+    spec, pspec = late()
+    return b.finish(ins.d[0], b.sel(spec, res, pspec))
+
+
+# =============================================================================================
 # min / max
 # =============================================================================================
 def expand_fminmax(ins: MInstr, fr: object) -> list[MInstr]:
@@ -1115,6 +1251,7 @@ FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
     "frnd": expand_frnd,
     "fdiv": expand_fdiv,
     "fsqrt": expand_fsqrt,
+    "fex2": expand_fex2,
 }
 
 

@@ -26,7 +26,7 @@ from qwengpu.simt import fp32
 from qwengpu.spec import bind, parse_spec, read_outputs
 
 FLOAT_OPS = set(sf.FLOAT_EXPANDERS)
-UNARY = ("i2f", "f2i", "frnd", "fsqrt")
+UNARY = ("i2f", "f2i", "frnd", "fsqrt", "fex2")
 HEADER = ".version 9.5\n.target sm_75\n.address_size 64\n"
 # out = r8 ^ p1: the op under test replaces the `xor r8` (a register result) or the `setp p1`
 # (fsetp); %p2 = c & 1 is a third predicate operand, %p3 = tid & 2 a guard, and r8 / p1 hold
@@ -168,6 +168,8 @@ def reference(op: str, mods: dict, a, b, c, *, guard: bool = False, old=None, pc
         r = fp32.div(a, b, rnd, ftz)
     elif op == "fsqrt":
         r = fp32.sqrt(a, rnd, ftz)
+    elif op == "fex2":
+        r = fp32.ex2_approx(a, ftz)
     elif op in ("fmin", "fmax"):
         r = (fp32.min if op == "fmin" else fp32.max)(a, b, ftz)
     elif op == "fsetp":
@@ -326,7 +328,8 @@ FRND = [("frnd", {"irnd": i, "ftz": f}) for i in ("rni", "rzi", "rmi", "rpi") fo
     ("frnd", {}),
 ]
 DIVSQRT = [(op, {"rnd": r, "ftz": f}) for op in ("fdiv", "fsqrt") for r in RND for f in (False, True)]
-ALL = ARITH + MINMAX + SETP + I2F + F2I + FRND + DIVSQRT
+EX2 = [("fex2", {"ftz": f}) for f in (False, True)]
+ALL = ARITH + MINMAX + SETP + I2F + F2I + FRND + DIVSQRT + EX2
 
 
 def _id(c: tuple) -> str:
@@ -368,6 +371,8 @@ def operands(op: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.
         a = np.where(rng.random(n) < 0.7, a & np.uint32(0x7FFFFFFF), a).astype(np.uint32)
         sq = fp32.mul(b & np.uint32(0x5FFFFFFF), b & np.uint32(0x5FFFFFFF))
         a = np.where(rng.random(n) < 0.15, sq, a).astype(np.uint32)
+    if op == "fex2":  # mostly x in the range that is computed, |x| in [2^-32, 256)
+        a = ex2_inputs(rng, n, a)
     if op in ("f2i", "frnd"):  # values near integers and the conversion limits
         x = np.array(
             np.round(rng.uniform(-1e4, 1e4, n)) + rng.choice([0, 0.5, 0.25, 0.75, 1e-3], n), dtype=np.float32
@@ -380,6 +385,38 @@ def operands(op: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.
             np.uint32
         )
     return a, b, c
+
+
+def ex2_inputs(rng: np.random.Generator, n: int, raw: np.ndarray | None = None) -> np.ndarray:
+    """fex2 operands: random x in [-160, 135], random bit patterns with |x| in [2^-32, 256),
+    values near integers, tiny values, and (a fifth) ``raw`` (random bits and edge values)."""
+    k = rng.random(n)
+    wide = np.array(rng.uniform(-160, 135, n), dtype=np.float32).view(np.uint32)
+    bits = rng.integers(95 << 23, 135 << 23, n, dtype=np.uint64).astype(np.uint32)
+    bits |= rng.integers(0, 2, n).astype(np.uint32) << 31
+    near = np.array(
+        np.round(rng.uniform(-152, 130, n)) + rng.choice([1, -1], n) * 2.0 ** rng.integers(-24, -1, n),
+        dtype=np.float32,
+    ).view(np.uint32)
+    tiny = np.array(rng.choice([1, -1], n) * 2.0 ** rng.uniform(-34, -20, n), dtype=np.float32)
+    raw = random_bits(rng, n) if raw is None else raw
+    a = np.select([k < 0.3, k < 0.55, k < 0.7, k < 0.8], [wide, bits, near, tiny.view(np.uint32)], raw)
+    return a.astype(np.uint32)
+
+
+def ex2_edges() -> np.ndarray:
+    """The EDGE values and their negations, the integers -151..128 and the halves between them,
+    a few ulps around -150, -149, -126, 127, 128, 256 and 2^-32 (where the sequence stops
+    computing), values around +-2^-25 (2^x rounds to 1 or to a neighbour), NaNs and infinities."""
+    ints = np.arange(-151, 129, dtype=np.float64)
+    vals = [*EDGE, *[x ^ 0x80000000 for x in EDGE]]
+    vals += list(np.array(ints, dtype=np.float32).view(np.uint32))
+    vals += list(np.array(np.arange(-152, 130) + 0.5, dtype=np.float32).view(np.uint32))
+    for v in (-150.0, -149.0, -126.0, 127.0, 128.0, 256.0, 2.0**-32, 2.0**-25, 2.0**-24, 2.0**-26, 1.0, 0.5):
+        for b in (f2b(v), f2b(-v)):
+            vals += [(b + d) & 0xFFFFFFFF for d in range(-8, 9)]
+    vals += [0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FFFFFFF]
+    return np.array(sorted(set(int(v) for v in vals)), dtype=np.uint32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,7 +458,7 @@ def test_conversion_edges(op: str) -> None:
     [("fadd", {"rnd": "rm"}), ("ffma", {"rnd": "rp", "sat": True}), ("fmul", {"rnd": "rz", "ftz": True}),
      ("fmax", {}), ("f2i", {"sign": "s", "irnd": "rmi"}), ("i2f", {"sign": "s", "rnd": "rn"}),
      ("frnd", {"irnd": "rpi"}), ("fsetp", {"cmp": "ltu", "bop": "or"}), ("fsetp", {"cmp": "eq"}),
-     ("fdiv", {"rnd": "rp", "ftz": True}), ("fsqrt", {"rnd": "rm"})],
+     ("fdiv", {"rnd": "rp", "ftz": True}), ("fsqrt", {"rnd": "rm"}), ("fex2", {"ftz": True}), ("fex2", {})],
 )  # fmt: skip
 def test_guard_alias_immediate(op: str, mods: dict) -> None:
     """A guarded op writes nothing where its guard is false; a destination that is also a source;
@@ -454,12 +491,73 @@ def test_fsetp_constant_predicate(bop: str) -> None:
 @pytest.mark.parametrize(
     "op,mods",
     [("fadd", {}), ("fmul", {}), ("ffma", {}), ("f2i", {"sign": "u", "irnd": "rzi"}), ("fdiv", {}),
-     ("fsqrt", {})],
-)
+     ("fsqrt", {}), ("fex2", {}), ("fex2", {"ftz": True})],
+)  # fmt: skip
 def test_allocated(op: str, mods: dict) -> None:
     """The sequences run after register allocation (they fit the 32 registers and 8 predicates)."""
     rng = np.random.default_rng(4)
     check(op, mods, *operands(op, rng, 128), alloc=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# fex2 (ex2.approx): edges here; every one of the 2^32 inputs by bench/ex2_exhaustive.py through
+# ex2_model, which the next test ties to the machine sequence
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ftz", [False, True])
+def test_ex2_edges(ftz: bool) -> None:
+    check("fex2", {"ftz": ftz}, ex2_edges())
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_ex2_model_is_the_sequence(ftz: bool) -> None:
+    """``ex2_model`` (what the exhaustive check runs) computes the bits the expanded machine code
+    computes, on edge values and 4096 random inputs (after the weights' expansion: only weight
+    ops; after register allocation)."""
+    from qwengpu.machine import ex2_model
+
+    rng = np.random.default_rng(21 + ftz)
+    a = np.concatenate([ex2_edges(), ex2_inputs(rng, 4096)])
+    a = np.concatenate([a, np.zeros((-len(a)) % 32, dtype=np.uint32)])
+    # at most 64 blocks per launch (the weights' multiply assumes %ctaid < 64)
+    got = np.concatenate(
+        [
+            machine("fex2", {"ftz": ftz}, x, x, x, weights=True, alloc=True)
+            for x in np.split(a, range(2048, len(a), 2048))
+        ]
+    )
+    want = ex2_model.ex2(a, ftz)
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), [(hex(a[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    assert (want == fp32.ex2_approx(a, ftz)).all()
+
+
+def test_ex2_constants() -> None:
+    """The sequence's immediates are what their definitions say (recomputed with mpmath)."""
+    from qwengpu.machine import ex2_model as em
+
+    assert em.exact_constants() == {"P1": em.P1, "C": em.C, "B16": em.B16, "D16": em.D16, "A33": em.A33}
+
+
+def test_ex2_cost() -> None:
+    """The size (rows) and the cost (machine warp instructions, no divergence: fixed trip counts)
+    of one inline fex2, pinned so a change is noticed (and within its budget: ~350 / ~2000)."""
+    rng = np.random.default_rng(2)
+    info: dict = {}
+    a = ex2_inputs(rng, 32)
+    check("fex2", {}, a)
+    machine("fex2", {}, a, a, a, info=info, weights=True)
+    prog, st = info["program"], info["stats"]
+    rows = sum(1 for x in prog.code if x.ptx == info["ptx"])
+    # machine warp instructions per PTX-level issue of the fex2 (the costliest PTX instruction)
+    issued = max(m / max(p, 1) for m, p in zip(st.machine_by_ptx, st.issues_by_ptx, strict=True))
+    assert rows <= 320 and issued <= 1200, (rows, issued)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ftz", [False, True])
+def test_ex2_random_sweep(ftz: bool) -> None:
+    rng = np.random.default_rng(31 + ftz)
+    check("fex2", {"ftz": ftz}, ex2_inputs(rng, 1 << 15))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,8 +609,9 @@ def test_fma_edge_triples(rnd: str) -> None:
 # the corpus: every float kernel with its float ops expanded, bit-identical to the interpreter
 # ---------------------------------------------------------------------------------------------
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
-# kernels the lowering refuses: approximate instructions (ex2.approx ...) with no exact sequence
-APPROX = {"fast_intrinsics", "softmax", "tanh_approx"}
+# kernels the lowering refuses: approximate instructions (lg2 sin cos tanh .approx) with no exact
+# sequence (ex2.approx has one: fex2; fast_intrinsics, softmax, tanh_approx use it)
+APPROX: set[str] = set()
 # float kernels whose expanded programs run long in the simulator (or allocate slowly)
 SLOW = {"div_rn", "div_s64", "gcd", "histogram", "int_divmod", "layernorm", "prime_count",
         "rounding_div_rcp", "rsqrt_norm", "sin_cos", "sqrt_rn", "matmul"}  # fmt: skip

@@ -103,8 +103,16 @@ def test_refuses_launches_beyond_the_machine(tmp_path):
     (tmp_path / "vadd.json").write_text(spec)
     with pytest.raises(MachineLimitError, match=r"block \(128, 1, 1\).*at most 64 blocks of 64 threads"):
         prepare(tmp_path / "vadd.cu")
-    with pytest.raises(MachineLimitError, match="ex2.approx"):
-        prepare(ROOT / "kernels" / "softmax.cu")
+    # an approximate instruction with no exact sequence (ex2.approx has one: fex2; sin.approx not)
+    (tmp_path / "fsin.cu").write_text(
+        'extern "C" __global__ void fsin(float* y) { y[threadIdx.x] = __sinf(y[threadIdx.x]); }\n'
+    )
+    (tmp_path / "fsin.json").write_text(
+        '{"kernel": "fsin", "grid": 1, "block": 4, '
+        '"args": [{"name": "y", "type": "f32*", "data": [0.5, 1, 2, 3]}], "outputs": ["y"]}'
+    )
+    with pytest.raises(MachineLimitError, match="sin.approx"):
+        prepare(tmp_path / "fsin.cu")
 
 
 @pytest.mark.slow

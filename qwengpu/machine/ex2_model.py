@@ -1,0 +1,208 @@
+"""``fex2`` (``ex2.approx{.ftz}.f32`` = rn(2^x)): the constants of its integer sequence and a NumPy
+model of that sequence.
+
+Why a model: the sequence (``softfloat.expand_fex2``) is checked against ``fp32.ex2_approx`` on
+every one of the 2^32 inputs (``bench/ex2_exhaustive.py``), which the ISA simulator cannot run in
+reasonable time. This model computes the same integers, step by step, with NumPy (``uint32`` where
+the sequence works on single words, ``uint64`` for the register pairs: a 64-bit add, subtract,
+shift or compare of a pair computes exactly what the sequence's two-word code computes), and
+``tests/machine/test_softfloat.py`` checks that the model and the expanded machine code agree
+bit for bit, so the exhaustive result transfers to the sequence.
+
+The algorithm (everything integer, no multiply):
+
+* Decode: ``x = +-mt * 2^(E8 - 158)`` with ``mt = (|x| << 8) | 2^31``; ``|x| * 2^63`` is
+  ``mt << s`` (``s = E8 - 95``, a 64-bit shift); its bits above 2^63 are the integer part ``I``,
+  the rest the fraction ``G`` (exact for |x| >= 2^-32; below, every shift count is "negative" and
+  gives 0: x acts as 0, and 2^x rounds to 1.0 anyway). Negative x: ``f = 1 - G`` and
+  ``n = -I - 1`` (``f = 0``, ``n = -I`` when G = 0). So ``x = n + f``, ``F = f * 2^63``.
+* ``2^f`` by BKM (shift-and-add): ``y = 1`` (held as ``z = (y - 1) * 2^64``, two words); for
+  k = 1, 2, ...: if ``F >= L_k`` (``L_k = log2(1 + 2^-k)`` in units of 2^-63): ``F -= L_k``,
+  ``y += y >> k``. Greedy choice keeps ``0 <= F < sum_{j>k} L_j``, so y -> 2^f from below.
+
+  - k = 1..15: unrolled, ``L_k`` immediates (``P1``). For k <= 14 the choice looks at the high
+    word only (``F_hi > L_hi``): never negative, and the slack ``sum_{j>k} L_j - L_k`` (about
+    0.48 * 2^(63-2k)) exceeds 2^32, so the invariant holds; k = 15 compares all 64 bits.
+  - k = 16..32: a loop with ``L_k = A_k - (B_k - D_k)``, the series
+    ``log2(1+u) = (u - u^2/2 + u^3/3 - ...) / ln 2`` with ``A_k = C >> k`` (``C = 2^63 / ln 2``,
+    64 bits), ``B_k = floor(2^(62-2k) / ln 2)`` (>> 2 per trip), ``D_k = floor(2^(63-3k) /
+    (3 ln 2))`` (>> 3 per trip); the next term is below 0.2 units.
+  - k = 33..63: ``F < 2^32`` now; one word and ``L_k = A_k = floor(2^(63-k) / ln 2)`` (>> 1 per
+    trip, the u^2 term is below 0.1 units); ``y >> k`` is the high word of z shifted.
+
+  The result is within about 2^-59.9 (relative) of 2^f: error of the constants (floors), of the
+  truncated ``y >> k``, and the residual F.
+* Pack: ``mn = 2^30 | (z_hi >> 2) | sticky`` (sticky = ``f != 0``: 2^f is then irrational, so
+  never exactly representable, and ``f = 0`` gives y = 1 exactly) and ``e = n + 126`` go through
+  ``_B.round_pack`` (rn; subnormal results, overflow to inf, ftz). Specials: |x| >= 256 (inf
+  and NaN included) gives +inf, +0 for negative x, the canonical NaN for NaN.
+
+Whether that is exact is not argued here: it is checked on all 2^32 inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: round(log2(1 + 2^-k) * 2^63) for k = 1..15
+P1 = (
+    0x4AE00D1CFDEB43D0, 0x2934F0979A3715FD, 0x15C01A39FBD687A0, 0x0B31FB7D64898B3E,
+    0x05AEB4DD63BF61CC, 0x02DCF2D0B85A4531, 0x016FE50B6EF08518, 0x00B84E236BD563BA,
+    0x005C3E0FFC29D593, 0x002E24CA6E87E8A8, 0x001713D62F7957C3, 0x000B8A476150DFE4,
+    0x0005C53AC47E94D9, 0x0002E2A32762FA6C, 0x0001715305002E4B,
+)  # fmt: skip
+#: k at which the high-word-only choice stops (k <= K_HI uses it)
+K_HI = 14
+#: floor(2^63 / ln 2): A_k = C >> k
+C = 0xB8AA3B295C17F0BB
+#: B_16 = floor(2^30 / ln 2), D_16 = floor(2^15 / (3 ln 2))
+B16 = 0x5C551D94
+D16 = 0x3D8E
+#: A_33 = floor(2^30 / ln 2)
+A33 = 0x5C551D94
+#: |x| >= 2^8 (exponent field >= 135): inf / +0 / NaN without computing
+BIG = 0x43800000
+
+M32 = 0xFFFFFFFF
+_U32 = np.uint32
+_U64 = np.uint64
+
+
+def exact_constants() -> dict:
+    """The constants recomputed with mpmath (the tests compare them with the table above)."""
+    import mpmath as mp
+
+    with mp.workprec(300):
+        ln2 = mp.log(2)
+        return {
+            "P1": tuple(int(mp.nint(mp.log(1 + mp.mpf(2) ** -k, 2) * mp.mpf(2) ** 63)) for k in range(1, 16)),
+            "C": int(mp.floor(mp.mpf(2) ** 63 / ln2)),
+            "B16": int(mp.floor(mp.mpf(2) ** 30 / ln2)),
+            "D16": int(mp.floor(mp.mpf(2) ** 15 / (3 * ln2))),
+            "A33": int(mp.floor(mp.mpf(2) ** 30 / ln2)),
+        }
+
+
+# ---- 32-bit ISA semantics (sim.py): shift counts >= 32 give 0, words wrap
+def _shl(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+    s = np.asarray(s, dtype=_U32)
+    return np.where(s >= 32, _U32(0), a << np.minimum(s, _U32(31))).astype(_U32)
+
+
+def _shr(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+    s = np.asarray(s, dtype=_U32)
+    return np.where(s >= 32, _U32(0), a >> np.minimum(s, _U32(31))).astype(_U32)
+
+
+def _s32(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, dtype=_U32).view(np.int32)
+
+
+def decode(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(F as uint64 in units of 2^-63, e = n + 126 as uint32, sticky (0/1), |a|)."""
+    a = np.asarray(a, dtype=_U32)
+    with np.errstate(over="ignore"):
+        aa = a & _U32(0x7FFFFFFF)
+        e8 = aa >> _U32(23)
+        mt = (aa << _U32(8)) | _U32(0x80000000)
+        s2 = e8 - _U32(95)
+        fl = _shl(mt, s2)
+        fh = _shr(mt, _U32(32) - s2) | _shl(mt, s2 - _U32(32))
+        ip = _shr(mt, _U32(63) - s2)
+        pneg = _s32(a) < 0
+        fl = np.where(pneg, _U32(0) - fl, fl).astype(_U32)
+        pz = (fl == 0) & pneg
+        fh = np.where(pneg, ~fh, fh).astype(_U32)
+        fh = np.where(pz, fh + _U32(1), fh).astype(_U32)
+        fh &= _U32(0x7FFFFFFF)
+        fo = fh | fl
+        pf0 = (fo == 0) & pneg
+        e = ip + _U32(126)
+        e = np.where(pneg, _U32(251) - e, e).astype(_U32)
+        e = np.where(pf0, e + _U32(1), e).astype(_U32)
+        sticky = np.minimum(fo, _U32(1))
+    return (fh.astype(_U64) << _U64(32)) | fl.astype(_U64), e, sticky, aa
+
+
+def bkm(F: np.ndarray) -> np.ndarray:
+    """z = (y - 1) * 2^64 (uint64) with y ~ 2^(F / 2^63), step by step as the sequence."""
+    F = np.array(F, dtype=_U64)
+    z = np.zeros_like(F)
+    t = np.empty_like(F)
+    with np.errstate(over="ignore"):
+        for k in range(1, 16):
+            L = _U64(P1[k - 1])
+            p = (F >> _U64(32)) > (L >> _U64(32)) if k <= K_HI else F >= L
+            np.subtract(F, L, out=F, where=p)
+            np.right_shift(z, _U64(k), out=t)
+            t += _U64(1 << (64 - k))
+            np.add(z, t, out=z, where=p)
+        b, d = B16, D16
+        for k in range(16, 33):
+            # D = F + (B - D) - A, two's complement; choose when its sign bit is clear
+            u = _U64((b - d) & M32)
+            dd = F + u - _U64(C >> k)
+            p = (dd >> _U64(63)) == 0
+            np.copyto(F, dd, where=p)
+            np.right_shift(z, _U64(k), out=t)
+            t += _U64(1 << (64 - k))
+            np.add(z, t, out=z, where=p)
+            b >>= 2
+            d >>= 3
+        f = F & _U64(M32)  # one word from here on (the high word is 0)
+        a = A33
+        k = 33
+        while a:
+            p = f >= _U64(a)
+            np.subtract(f, _U64(a), out=f, where=p)
+            # t = (z_hi >> (k - 32)) + 2^(64-k), a 32-bit sum
+            np.right_shift(z, _U64(k), out=t)
+            t += _U64(1 << (64 - k))
+            np.add(z, t, out=z, where=p)
+            a >>= 1
+            k += 1
+    return z
+
+
+def round_pack_rn(e: np.ndarray, mn: np.ndarray, ftz: bool) -> np.ndarray:
+    """``softfloat._B.round_pack(0, e, mn, "rn", ftz)`` (subnormal results, overflow)."""
+    with np.errstate(over="ignore"):
+        sh = np.maximum(_s32(_U32(7) - e), 7).astype(_U32)
+        halfm1 = _shr(_U32(0x7FFFFFFF), _U32(32) - sh)
+        odd = _shr(mn, sh) & _U32(1)
+        r = _shr(mn + (halfm1 + odd), sh)
+        ep = np.maximum(_s32(e), 0).astype(_U32)
+        p = (ep << _U32(23)) + r
+        p = np.minimum(p, _U32(0x7F800000))
+        if ftz:
+            p = np.where(p < _U32(0x800000), _U32(0), p).astype(_U32)
+    return p
+
+
+def core(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rounding-independent part: (e, mn, the special result, whether it applies)."""
+    a = np.asarray(a, dtype=_U32)
+    F, e, sticky, aa = decode(a)
+    z = np.zeros(len(a), dtype=_U64)
+    nz = np.flatnonzero(F)
+    if len(nz):  # F = 0 leaves z = 0 (no step is taken): only the others are computed
+        z[nz] = bkm(F[nz])
+    zh = (z >> _U64(32)).astype(_U32)
+    mn = (zh >> _U32(2)) | _U32(0x40000000) | sticky
+    pneg = _s32(a) < 0
+    spec = np.where(pneg, _U32(0), _U32(0x7F800000)).astype(_U32)
+    spec = np.where(aa > _U32(0x7F800000), _U32(0x7FFFFFFF), spec).astype(_U32)
+    return e, mn, spec, aa >= _U32(BIG)
+
+
+def ex2(a: np.ndarray, ftz: bool = False) -> np.ndarray:
+    """The bits ``fex2`` (the sequence) returns for the float32 bits ``a``."""
+    e, mn, spec, pspec = core(a)
+    return finish(e, mn, spec, pspec, ftz)
+
+
+def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, ftz: bool) -> np.ndarray:
+    return np.where(pspec, spec, round_pack_rn(e, mn, ftz)).astype(_U32)
+
+
+__all__ = ["P1", "K_HI", "C", "B16", "D16", "A33", "BIG", "exact_constants", "decode", "bkm", "core", "ex2"]
