@@ -578,8 +578,11 @@ def test_sweep(combo: tuple) -> None:
     check(op, mods, a, b, random_bits(rng, 4096))
 
 
+SQRT = [c for c in DIVSQRT if c[0] == "fsqrt"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("combo", I2F + F2I + FRND, ids=[_id(c) for c in I2F + F2I + FRND])
+@pytest.mark.parametrize("combo", I2F + F2I + FRND + SQRT, ids=[_id(c) for c in I2F + F2I + FRND + SQRT])
 def test_unary_high_bits_exhaustive(combo: tuple) -> None:
     """Every pattern of the top 16 bits (sign, exponent, 7 fraction bits), random low bits."""
     op, mods = combo
