@@ -48,6 +48,7 @@ FORMS: list[tuple[str, dict]] = [
     ("frnd", {"sat": True}), ("frnd", {"ftz": True}),
     ("fdiv", {}), ("fdiv", {"rnd": "rz"}), ("fdiv", {"ftz": True}),
     ("fsqrt", {}), ("fsqrt", {"rnd": "rm"}), ("fsqrt", {"ftz": True}),
+    ("fex2", {}), ("fex2", {"ftz": True}),
 ]  # fmt: skip
 
 
