@@ -18,8 +18,9 @@ from qwengpu.errors import QwenGPUError
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS
 
 EPILOG = """examples:
-  qwengpu run kernels/dot.cu                 # uses kernels/dot.json beside the source
+  qwengpu run kernels/dot.cu                 # inside the model; uses kernels/dot.json beside the source
   qwengpu run k.cu --launch spec.json --json # machine-readable result
+  qwengpu run k.cu --engine interp --trace   # the reference interpreter, every warp instruction
   qwengpu check kernels --engine interp      # every spec with "expected", pass/fail table
   qwengpu ptx kernels/saxpy.cu               # print the PTX NVRTC produces
 """
@@ -59,9 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--engine",
-        default="interp",
+        default="machine",
         choices=["interp", "machine", "model"],
-        help="where to run: the reference interpreter, the compiled machine, or machine+base model",
+        help="where to run: the GPU compiled into the model's weights (default), the reference "
+        "interpreter (fast), or machine+base model",
     )
     p.add_argument("--model", metavar="DIR", help="checkpoint folder for --engine model")
     p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
@@ -85,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help='run every spec with "expected" in a folder; non-zero exit on mismatch')
     p.add_argument("dir", help="folder of NAME.cu + NAME.json, or one NAME.cu with its NAME.json beside it")
-    p.add_argument("--engine", default="interp", choices=["interp", "machine", "model"])
+    p.add_argument(
+        "--engine", default="machine", choices=["interp", "machine", "model"],
+        help="machine (default: every kernel inside the model; minutes for a corpus) or interp (seconds)",
+    )
     p.add_argument("--model", metavar="DIR")
     p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
     p.add_argument("--json", action="store_true", help="print one JSON object with every result")

@@ -42,7 +42,7 @@ def dot(tmp_path: Path) -> Path:
 
 
 def test_run_json_format(dot: Path):
-    p = cli("run", str(dot), "--json")
+    p = cli("run", str(dot), "--json", "--engine", "interp")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["kernel"] == "dot" and out["engine"] == "interp"
@@ -52,7 +52,7 @@ def test_run_json_format(dot: Path):
 
 
 def test_run_human_and_trace(dot: Path):
-    p = cli("run", str(dot), "--trace")
+    p = cli("run", str(dot), "--trace", "--engine", "interp")
     assert p.returncode == 0 and "out = [32.0]" in p.stdout and "check: PASS" in p.stdout
     assert "atom.global.add.f32" in p.stderr and "mask=0000000f" in p.stderr
 
@@ -62,14 +62,14 @@ def test_check_dir_pass_and_fail(dot: Path, tmp_path: Path):
     assert p.returncode == 0 and "1 passed, 0 failed" in p.stdout
     bad = dict(DOT_SPEC, expected={"out": [31]})
     (tmp_path / "dot.json").write_text(json.dumps(bad))
-    p = cli("check", str(tmp_path))
+    p = cli("check", str(tmp_path), "--engine", "interp")
     assert p.returncode == 1 and "FAIL" in p.stdout and "out[0]: got 32.0" in p.stdout
-    p = cli("check", str(tmp_path), "--json")
+    p = cli("check", str(tmp_path), "--json", "--engine", "interp")
     assert json.loads(p.stdout)["failed"] == 1
 
 
 def test_check_one_kernel_file(dot: Path, tmp_path: Path):
-    p = cli("check", str(dot))
+    p = cli("check", str(dot), "--engine", "interp")
     assert p.returncode == 0 and "1 passed, 0 failed" in p.stdout
     (tmp_path / "lone.cu").write_text(DOT_SRC)
     p = cli("check", str(tmp_path / "lone.cu"))
@@ -119,9 +119,18 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
             {"kernel": "spin", "grid": 1, "block": 1, "args": [{"name": "p", "type": "i32*", "size": 1}]}
         )
     )
-    p = cli("run", str(tmp_path / "spin.cu"), "--max-steps", "500")
+    p = cli("run", str(tmp_path / "spin.cu"), "--max-steps", "500", "--engine", "interp")
     assert p.returncode == 5 and "step limit" in p.stderr
     _no_traceback(p)
+
+
+def test_default_engine_is_the_machine_in_the_weights(dot: Path):
+    """The default engine runs the kernel inside the compiled model (the corpus passes there)."""
+    p = cli("run", str(dot), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["engine"] == "machine" and out["outputs"] == {"out": [32.0]} and out["check"]["passed"]
+    assert out["stats"]["tokens"] > 0
 
 
 def test_ptx_and_help(dot: Path):
