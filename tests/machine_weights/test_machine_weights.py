@@ -193,13 +193,24 @@ def test_random_kernels_beyond_the_corpus(machine, tmp_path, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["kernels/saturate.cu", "kernels/logic_ops.cu", "kernels/dot.cu",
-                                  "tests/machine_weights/kernels/bar.cu"])
-def test_corpus_trace_reproduced_by_one_prefill(machine, path):
+@pytest.mark.parametrize(
+    "path,spec",
+    [("kernels/saturate.cu", None), ("kernels/logic_ops.cu", None), ("kernels/dot.cu", None),
+     ("tests/machine_weights/kernels/bar.cu", None), ("kernels/int_divmod.cu", None),
+     ("kernels/div_rn.cu", None),
+     ("tests/machine_weights/kernels/banks.cu", "tests/machine_weights/kernels/banks_one_thread.json")],
+)  # fmt: skip
+def test_corpus_trace_reproduced_by_one_prefill(machine, path, spec):
     """Replay: the trace written token by token (recurrent path) equals the stock model's argmax at
     every position of one teacher-forced prefill over prompt + trace (chunked path): a float kernel
-    with an atomic (dot), and two blocks with barriers (bar)."""
-    run = run_machine(ROOT / path, model=machine[1], max_tokens=60000)
+    with an atomic (dot), two blocks with barriers (bar), integer and float division loops
+    (int_divmod, div_rn), and a 618-row program whose passes cross the ROM's halves (BANK tokens)."""
+    run = run_machine(
+        ROOT / path, None if spec is None else ROOT / spec, model=machine[1], max_tokens=60000
+    )
+    assert run.passed, run.mismatches
+    if "banks" in path:
+        assert sum(P.decode(t).kind == "BANK" for t in run.trace) >= 3  # 0 -> 1 -> 0 -> 1: two trips
     ids = torch.tensor([run.prompt + run.trace[:-1]])
     with torch.no_grad():
         got = machine[1](input_ids=ids, use_cache=False).logits[0, len(run.prompt) - 1 :].argmax(-1).tolist()
