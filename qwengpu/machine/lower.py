@@ -1735,37 +1735,28 @@ class Lowerer:
         s = self.op("and", va, Imm(0x80000000))
         self.write32(d, t, lambda r: self.into(r, "or", m, s), ins)
 
-    def _l_sqrt(self, ins: Instr) -> None:
+    def _unary_f32(self, ins: Instr, op: str, *pre: Imm, rounded: bool = True) -> None:
+        """A one-operand f32 instruction as the machine op ``op`` (sources ``pre`` + the operand);
+        ``.approx`` forms are modelled correctly rounded (rn); f64 forms trap."""
         t = _type_of(ins)
         rnd, ftz, _ = self._fmods(ins)
         if t != "f32":
             return self.f64_trap(ins)
-        if "approx" in ins.mods:
-            rnd = "rn"
+        m = {"rnd": "rn" if "approx" in ins.mods else rnd, "ftz": ftz} if rounded else {"ftz": ftz}
         d, a = ins.operands
         va = self.read32(a, t, ins)
-        self.write32(d, t, lambda x: self.into(x, "fsqrt", va, rnd=rnd, ftz=ftz), ins)
+        self.write32(d, t, lambda x: self.into(x, op, *pre, va, **m), ins)
+        return None
+
+    def _l_sqrt(self, ins: Instr) -> None:
+        self._unary_f32(ins, "fsqrt")
 
     def _l_rcp(self, ins: Instr) -> None:
-        t = _type_of(ins)
-        rnd, ftz, _ = self._fmods(ins)
-        if t != "f32":
-            return self.f64_trap(ins)
-        if "approx" in ins.mods:
-            rnd = "rn"
-        d, a = ins.operands
-        va = self.read32(a, t, ins)
-        self.write32(d, t, lambda x: self.into(x, "fdiv", Imm(0x3F800000), va, rnd=rnd, ftz=ftz), ins)
+        self._unary_f32(ins, "fdiv", Imm(0x3F800000))
 
     def _l_ex2(self, ins: Instr) -> None:
         """ex2.approx{.ftz}.f32: the machine op ``fex2`` (rn(2^x), like the interpreter's model)."""
-        t = _type_of(ins)
-        _, ftz, _ = self._fmods(ins)
-        if t != "f32":
-            return self.f64_trap(ins)
-        d, a = ins.operands
-        va = self.read32(a, t, ins)
-        self.write32(d, t, lambda x: self.into(x, "fex2", va, ftz=ftz), ins)
+        self._unary_f32(ins, "fex2", rounded=False)
 
     def _approx_limit(self, ins: Instr) -> None:
         raise self.limit(ins, f"the approximate instruction `{ins.form}` (no exact machine sequence yet)")
