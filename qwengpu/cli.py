@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="machine engine: our sparse runtime (proven token-identical) or the stock "
         "transformers forward (slow)",
     )
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="machine engine: feed the finished trace back in one teacher-forced prefill (the chunked "
+        "path) and check that every position's argmax is the next token; non-zero exit otherwise",
+    )
     _add_compile_flags(p)
 
     p = sub.add_parser("check", help='run every spec with "expected" in a folder; non-zero exit on mismatch')
@@ -168,6 +174,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=_progress_printer(args.progress),
         model_dir=args.model,
         runtime=args.runtime,
+        replay=args.replay,
     )
     if args.progress:
         print(file=sys.stderr)
@@ -188,6 +195,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"({st['runtime']} runtime)"
             )
         print(line)
+        if "chunked_replay" in st:
+            print(f"chunked-path replay: {st['chunked_replay']} at every position "
+                  f"({st['replay_tokens_per_second']:,} tokens/s)")
         if res.approximate:
             print(
                 f"note: uses approximate instructions ({', '.join(res.approximate)}); "

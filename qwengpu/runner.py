@@ -88,8 +88,12 @@ def run_kernel(
     progress: Callable[[Stats], None] | None = None,
     model_dir: str | None = None,
     runtime: str = "fast",
+    replay: bool = False,
 ) -> RunResult:
-    """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back."""
+    """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back.
+
+    ``replay`` (machine engine): also feed the finished trace back in one teacher-forced prefill
+    on the chunked path and check every position's argmax (``stats["chunked_replay"]``)."""
     cu = Path(cu_path)
     if engine not in ENGINES:
         raise QwenGPUError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
@@ -111,7 +115,9 @@ def run_kernel(
             "use --engine machine (the machine alone in a stock Qwen3.5 model) or --engine interp"
         )
     if engine == "machine":
-        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps)
+        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay)
+    if replay:
+        raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
@@ -133,7 +139,8 @@ def run_kernel(
 
 
 def _run_on_machine(
-    cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None
+    cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None,
+    replay: bool = False,
 ) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
     from qwengpu.machine.engine import run_machine
@@ -156,6 +163,21 @@ def _run_on_machine(
         max_tokens=max_tokens,
     )
     stats = dict(run.stats)
+    if replay:
+        from qwengpu.machine.engine import machine_model
+        from qwengpu.runtime.chunked import replay as chunked_replay
+
+        rep = chunked_replay(machine_model()[1], run.prompt, run.trace)
+        bad = rep["first_mismatch"]
+        stats["chunked_replay"] = "equal" if rep["equal"] else f"differs at trace token {bad}"
+        stats["replay_tokens_per_second"] = round(rep["tokens"] / max(rep["seconds"], 1e-9), 1)
+        if not rep["equal"]:
+            from qwengpu.errors import ExecutionError
+
+            raise ExecutionError(
+                f"the chunked-path replay differs from the trace the model wrote at trace token {bad} of "
+                f"{len(run.trace)} (the compiled model is not exact on this launch)"
+            )
     stats["seconds_total"] = round(time.perf_counter() - t0, 3)
     result = RunResult(spec.kernel, "machine", spec, run.outputs, stats)
     result.mismatches = compare(spec, run.outputs)

@@ -293,7 +293,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
-    from qwengpu.machine.softmem import lower_for_weights
+    from qwengpu.machine.softmem import extend_gmem, lower_for_weights
 
     # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
@@ -351,6 +351,9 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
     prompt += [P.ctl(P.NTHREADS, nthreads), P.ctl(P.NBLOCKS, nblocks)]
     prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi - 1), P.ctl(P.BLOCK, 0)]
+    # the buffer table of the whole machine memory (the launch's buffers and the machine's own
+    # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
+    extend_gmem(bound.gmem, mem)
     return spec, prog, prompt, bound.gmem, (lo, hi)
 
 
@@ -422,6 +425,164 @@ def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
     )
 
 
+class PassResults:
+    """What the model wrote for one lane-group pass after its PASS/MASK token: per-lane result
+    chunks and SHORT values, a uniform value (chunks 12..14 or USHORT: every effective lane), the
+    predicate chunk (4 values | 4 lane enables) and the lanes of its STORE tokens."""
+
+    def __init__(self) -> None:
+        self.vals: dict[int, int] = {}
+        self.parts: dict[int, int] = {}
+        self.uni: int | None = None
+        self.upart = 0
+        self.pchunk: int | None = None
+        self.stores: list[int] = []
+
+    def take(self, tk: P.Token) -> None:
+        """Read one result token (DATA, SHORT, USHORT or STORE) of the pass."""
+        if tk.kind == "DATA":
+            if tk.a < 12:
+                lane, j = divmod(tk.a, 3)
+                self.parts[lane] = self.parts.get(lane, 0) | (tk.b << (P.CHUNK * j))
+                if j == 2:
+                    self.vals[lane] = self.parts[lane] & M32
+            elif tk.a < 15:
+                self.upart |= tk.b << (P.CHUNK * (tk.a - 12))
+                if tk.a == 14:
+                    self.uni = self.upart & M32
+            else:
+                self.pchunk = tk.b
+        elif tk.kind == "SHORT":
+            self.vals[tk.a >> 8] = tk.a & 255
+        elif tk.kind == "USHORT":
+            self.uni = tk.a
+        elif tk.kind == "STORE":
+            self.stores.append(tk.a)
+
+    def values(self, lanes) -> dict[int, int]:
+        """lane -> the value written for it, over ``lanes`` (the uniform value for the others)."""
+        out = {}
+        for x in lanes:
+            v = self.vals.get(x, self.uni)
+            if v is not None:
+                out[x] = v
+        return out
+
+
+RESULT_KINDS = frozenset({"DATA", "SHORT", "USHORT", "STORE"})
+
+
+class OutOfBounds(Exception):
+    """The model's tokens show a memory pass whose address lies outside every buffer."""
+
+    def __init__(self, block: int, thread: int, pc: int, address: int) -> None:
+        super().__init__(f"block {block}, thread {thread}, pc {pc}: address 0x{address:x}")
+        self.block, self.thread, self.pc, self.address = block, thread, pc, address
+
+
+class BoundsWatch:
+    """Checks, as the model writes them, the addresses of its memory passes (``on_token``).
+
+    Why on the host: the weights' memory is 1024 words addressed by their low bits, so an
+    out-of-bounds access would silently land in another buffer or wrap. The host computes no
+    result here: it keeps the register and predicate values *the model wrote* (result chunks,
+    SHORT/USHORT, predicate chunks; registers start at 0 and persist across blocks, as in the
+    weights), and at every ``ld``/``st``/``atom`` pass forms each effective lane's address from
+    them (``base + ext(a) + off``, the ISA's rule) and looks it up in the launch's buffer table
+    (``extend_gmem``: the buffers plus the machine's own regions, word granularity, as the ISA
+    simulator checks). A miss raises :class:`OutOfBounds`; ``run_machine`` then words the fault."""
+
+    def __init__(self, prog, gmem, nthreads: int) -> None:
+        self.prog, self.gmem, self.nthreads = prog, gmem, nthreads
+        self.reader = P.Reader()
+        self.regs: dict[tuple[int, int], int] = {}
+        self.preds: dict[tuple[int, int], bool] = {}
+        self.block, self.cur, self.pending = 0, None, (0, 0)
+        self.checked = 0
+        self.res = PassResults()
+
+    def _guard(self, ins: MInstr, t: int) -> bool:
+        g = ins.guard
+        if g is None or g.n == PT:
+            return not (g is not None and g.neg)
+        return self.preds.get((t, g.n), False) != g.neg
+
+    def _flush(self) -> None:
+        cur, res = self.cur, self.res
+        self.cur, self.res = None, PassResults()
+        if cur is None or cur[1] >= len(self.prog.code):
+            return
+        g, pc, mask = cur
+        ins = self.prog.code[pc]
+        lanes = [x for x in range(4) if mask >> x & 1 and self._guard(ins, 4 * g + x)]
+        if ins.op in ("ld", "st", "atom") and ins.mod("space") == "global":
+            self._check(ins, g, pc, res.stores if ins.op == "st" else lanes)
+        rd = next((d for d in ins.d if isinstance(d, R)), None)
+        if rd is not None:
+            for x, v in res.values(lanes).items():
+                self.regs[(4 * g + x, rd.n)] = v
+        pd = next((d for d in ins.d if isinstance(d, Pred)), None)
+        if pd is not None and res.pchunk is not None:
+            vals, en = res.pchunk & 15, res.pchunk >> 4 & 15
+            for x in range(4):
+                if en >> x & 1:
+                    self.preds[(4 * g + x, pd.n)] = bool(vals >> x & 1)
+
+    def _check(self, ins: MInstr, g: int, pc: int, lanes: list[int]) -> None:
+        from qwengpu.machine.isa import POISON
+
+        a, base, off = ins.s[0], ins.mod("base") or 0, ins.mod("off") or 0
+        size = ins.mod("chk") or ins.mod("size") or 4
+        for x in lanes:
+            t = 4 * g + x
+            v = a.v if isinstance(a, Imm) else self.regs.get((t, a.n), 0)
+            if ins.mod("amode") == "z":
+                addr = (v + base + off) & 0xFFFFFFFFFFFFFFFF
+            else:
+                addr = ((v - (1 << 32) if v >> 31 else v) + base + off) & 0xFFFFFFFFFFFFFFFF
+            self.checked += 1
+            bad = ins.mod("amode") != "z" and v == POISON
+            if bad or not self.gmem.check(np.array([addr], dtype=np.uint64), size)[0]:
+                raise OutOfBounds(self.block, t, pc, addr)
+
+    def feed(self, token: int) -> None:
+        tk = self.reader.read(token)
+        kind = tk.kind
+        if kind == "PASS":
+            self._flush()
+            g = tk.b
+            full = sum(1 << x for x in range(4) if 4 * g + x < self.nthreads)
+            self.cur = (g, tk.a, full) if tk.full else None
+            self.pending = (g, tk.a)
+        elif kind == "MASK":
+            self.cur = (*self.pending, tk.a)
+        elif kind in RESULT_KINDS:
+            if self.cur is not None:
+                self.res.take(tk)
+        elif kind in ("BLOCK", "BAR", "DUMPADDR", "HALT", "FAULT"):
+            self._flush()
+            if kind == "BLOCK":
+                self.block = tk.a
+
+
+def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, **kw) -> ModelRun:
+    """The model's trace showed an out-of-bounds address: stop with the interpreter's message for
+    the launch (thread, block, instruction, address and the nearest buffer). Should the interpreter
+    find no fault (the watch misread a trace: a defect), the launch runs again without the watch."""
+    from qwengpu.runner import run_kernel
+
+    try:
+        run_kernel(cu_path, spec_path)
+    except ExecutionError as exc:
+        raise ExecutionError(f"{exc}\n  (the model's trace: block {oob.block}, thread {oob.thread}, pc "
+                             f"{oob.pc}, address 0x{oob.address:x})") from None
+    print(f"qwengpu: warning: the bounds watch flagged {oob} but the interpreter finds no fault; "
+          "running without the watch", file=sys.stderr)
+    run = run_machine(cu_path, spec_path, check_bounds=False, **kw)
+    run.stats["bounds_false_alarm"] = str(oob)
+    return run
+
+
 class TraceFormatter:
     """Readable lines for the tokens the model writes, one per lane-group pass (``--trace``).
 
@@ -431,24 +592,28 @@ class TraceFormatter:
 
     def __init__(self, prog, nthreads: int, emit) -> None:
         self.prog, self.nthreads, self.emit = prog, nthreads, emit
-        self.block, self.cur, self.vals, self.parts, self.extra = 0, None, {}, {}, []
+        self.block, self.cur, self.res = 0, None, PassResults()
         self.reader = P.Reader()
 
     def _flush(self) -> None:
-        if self.cur is None:
+        cur, res = self.cur, self.res
+        self.cur, self.res = None, PassResults()
+        if cur is None:
             return
-        g, pc, mask = self.cur
+        g, pc, mask = cur
         ins = self.prog.code[pc] if pc < len(self.prog.code) else "?"
         what = ""
-        if self.vals:
+        vals = res.values([x for x in range(4) if mask >> x & 1])
+        if vals:
             dst = ins.d[0] if getattr(ins, "d", None) else "?"
-            what = f"  {dst} = [" + ", ".join(
-                f"{self.vals[x]:#x}" if x in self.vals else "-" for x in range(4)) + "]"
-        what += "".join(self.extra)
+            what = f"  {dst} = [" + ", ".join(f"{vals[x]:#x}" if x in vals else "-" for x in range(4)) + "]"
+        if res.pchunk is not None:
+            pv, en = res.pchunk & 15, res.pchunk >> 4 & 15
+            what += "  pred = [" + ", ".join(str(pv >> x & 1) if en >> x & 1 else "-" for x in range(4)) + "]"
+        what += "".join(f"  store lane {x}" for x in res.stores)
         self.emit(
             f"blk {self.block:2d} warp {g >> 3} group {g & 7} pc {pc:4d} mask {mask:04b}  {ins}{what}"
         )
-        self.cur, self.vals, self.parts, self.extra = None, {}, {}, []
 
     def feed(self, token: int) -> None:
         tk = self.reader.read(token)
@@ -461,26 +626,9 @@ class TraceFormatter:
         elif tk.kind == "MASK":
             g, pc = self.pending
             self.cur = (g, pc, tk.a)
-        elif tk.kind == "DATA" and self.cur is not None:
-            if tk.a < 12:
-                lane, j = divmod(tk.a, 3)
-                self.parts[lane] = self.parts.get(lane, 0) | (tk.b << (P.CHUNK * j))
-                if j == 2:
-                    self.vals[lane] = self.parts[lane] & M32
-            elif tk.a < 15:
-                self.parts["u"] = self.parts.get("u", 0) | (tk.b << (P.CHUNK * (tk.a - 12)))
-                if tk.a == 14:
-                    self.vals = {x: self.parts["u"] & M32 for x in range(4) if self.cur[2] >> x & 1}
-            else:
-                vals, en = tk.b & 15, tk.b >> 4 & 15
-                self.extra.append("  pred = [" + ", ".join(
-                    str(vals >> x & 1) if en >> x & 1 else "-" for x in range(4)) + "]")
-        elif tk.kind == "SHORT" and self.cur is not None:
-            self.vals[tk.a >> 8] = tk.a & 255
-        elif tk.kind == "USHORT" and self.cur is not None:
-            self.vals = {x: tk.a for x in range(4) if self.cur[2] >> x & 1}
-        elif tk.kind == "STORE":
-            self.extra.append(f"  store lane {tk.a}")
+        elif tk.kind in RESULT_KINDS:
+            if self.cur is not None:
+                self.res.take(tk)
         elif tk.kind in ("BLOCK", "BAR", "DUMPADDR", "HALT", "FAULT"):
             self._flush()
             if tk.kind == "BLOCK":
@@ -525,8 +673,12 @@ def run_machine(
     runtime: str = "fast",
     progress=None,
     trace=None,
+    check_bounds: bool = True,
 ) -> ModelRun:
     """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
+
+    ``check_bounds``: watch the addresses of the model's memory passes (:class:`BoundsWatch`) and
+    stop the launch at the first out-of-bounds one, reported as the interpreter reports it.
 
     ``runtime="stock"`` runs the stock ``transformers`` forward token by token; ``"fast"`` runs the
     same weights through :mod:`qwengpu.runtime.fast`, which tests prove token-for-token identical.
@@ -539,22 +691,33 @@ def run_machine(
     if runtime not in ("fast", "stock"):
         raise ValueError(f"unknown runtime {runtime!r} (fast or stock)")
     t0 = time.perf_counter()
-    fmt = TraceFormatter(prog, spec.block[0] * spec.block[1] * spec.block[2], trace) if trace else None
+    nthreads = spec.block[0] * spec.block[1] * spec.block[2]
+    fmt = TraceFormatter(prog, nthreads, trace) if trace else None
     if fmt is not None:
         fmt.feed(prompt[-1])
+    watch = BoundsWatch(prog, gmem, nthreads) if check_bounds else None
+    if watch is not None:
+        watch.feed(prompt[-1])
+
     def seen(t: int, n=[0]) -> None:  # noqa: B006 - a counter for the progress callback
         n[0] += 1
+        if watch is not None:
+            watch.feed(t)
         if fmt is not None:
             fmt.feed(t)
         if progress is not None and n[0] % 256 == 0:
             progress(n[0])
 
-    if runtime == "fast":
-        from qwengpu.runtime import run_trace_fast
+    try:
+        if runtime == "fast":
+            from qwengpu.runtime import run_trace_fast
 
-        tokens = run_trace_fast(model, prompt, max_tokens, on_token=seen if (fmt or progress) else None)
-    else:
-        tokens = generate(model, prompt, max_tokens, progress, on_token=fmt.feed if fmt else None)
+            tokens = run_trace_fast(model, prompt, max_tokens, on_token=seen)
+        else:
+            tokens = generate(model, prompt, max_tokens, on_token=seen)
+    except OutOfBounds as oob:
+        return _out_of_bounds(oob, cu_path, spec_path, config=config, shape=shape, max_tokens=max_tokens,
+                              model=model, runtime=runtime, progress=progress, trace=trace)
     trace = tokens
     seconds = time.perf_counter() - t0
     fault = fault_message(prog, trace, prompt)
@@ -589,6 +752,7 @@ def run_machine(
         "tokens_per_warp_instruction": round(len(trace) / max(1, counts["warp_instructions"]), 3),
         "seconds": round(seconds, 3),
         "runtime": runtime,
+        "addresses_checked": watch.checked if watch is not None else None,
     }
     mism = compare(spec, outputs) if spec.expected else []
     return ModelRun(spec.kernel, outputs, stats, prompt, trace, mism)

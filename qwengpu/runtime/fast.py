@@ -75,7 +75,8 @@ path ran; the tests run both on the same models and compare each with the stock 
   from a table instead of a 65,536-row product. Otherwise: the product.
 
 Only float32 and batch 1 greedy decoding; the prefill runs the recurrent step per token (the stock
-chunked prefill gives the same values on compiled models, which the stock tests establish).
+chunked prefill gives the same values on compiled models, which the stock tests establish). The
+chunked path itself, fast, is :mod:`qwengpu.runtime.chunked` (teacher-forced replays).
 """
 
 from __future__ import annotations
@@ -157,6 +158,13 @@ class SparseRows:
         y = np.zeros(self.nrows, dtype=F32)
         self.into(x, y)
         return y
+
+    def dense(self) -> np.ndarray:
+        """The matrix as a dense float32 array (for the batched chunked-path runtime)."""
+        out = np.zeros((self.nrows, self.ncols), dtype=F32)
+        rows = np.repeat(np.arange(self.nrows), np.diff(self.indptr))
+        out[rows, self.idx] = self.vals
+        return out
 
     def columns(self, keep: np.ndarray) -> SparseRows:
         """The same rows on the columns ``keep`` (ascending) only, numbered 0.. in that order
@@ -821,7 +829,10 @@ class Head:
         self.cache.clear()
 
     def argmax(self, x: np.ndarray) -> int:
-        h = self.final(x)
+        return self.argmax_normed(self.final(x))
+
+    def argmax_normed(self, h: np.ndarray) -> int:
+        """The stock argmax from the final norm's output ``h`` on the head's columns."""
         key = h.tobytes()
         hit = self.cache.get(key)
         if hit is None:

@@ -78,8 +78,19 @@ def test_model_equals_sim_and_interp(machine, name):
     assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]
     assert run.stats["passes"] == sim.stats["passes"]
     assert run.trace[-1] == P.ctl(P.HALT)
+    assert run.stats["addresses_checked"] > 0 and "bounds_false_alarm" not in run.stats
     banks = [t for t in run.trace if P.decode(t).kind == "BANK"]
     assert (len(banks) > 4) == (name == "banks")  # the model switches halves only when it must
+
+
+def test_trace_lines_show_what_the_model_wrote(machine):
+    """``--trace``: one line per lane-group pass, decoded from the model's tokens only."""
+    lines: list[str] = []
+    run_machine(K / "vadd.cu", model=machine[1], trace=lines.append)
+    assert lines[0] == "-- block 0 starts" and lines[-1].startswith("-- every thread exited")
+    assert any(x.endswith("s2r.tid.x r4  r4 = [0x0, 0x1, 0x2, 0x3]") for x in lines)
+    assert any(x.endswith("pred = [0, 0, 0, 1]") for x in lines)  # thread 3 fails the guard
+    assert any("mask 0111  st." in x and x.endswith("store lane 0  store lane 1  store lane 2") for x in lines)
 
 
 def test_blocks_and_barriers_are_written_by_the_model(machine):
@@ -95,6 +106,30 @@ def test_trace_reproduced_by_one_prefill(machine, vadd):
         logits = machine[1](input_ids=ids, use_cache=False).logits
     got = logits[0, len(vadd.prompt) - 1 :].argmax(-1).tolist()
     assert got == vadd.trace
+
+
+@pytest.mark.parametrize(
+    ("name", "what", "where"),
+    [("oob_store", "global store of 4 bytes at address 0x7f00000a60 (2384 bytes past the end of buffer 'y'",
+      "thread (1, 0, 0) of block (0, 0, 0)"),
+     ("oob_load", "global load of 4 bytes at address 0x7f00000140 (0 bytes past the end of buffer 'x'",
+      "thread (7, 0, 0) of block (1, 0, 0)")],
+)
+def test_out_of_bounds_access_is_reported(machine, name, what, where):
+    """The weights' memory is 1024 words addressed by their low bits (an out-of-bounds store would
+    land elsewhere); the bounds watch reads the addresses from the model's own tokens, stops the
+    launch at the first bad one and reports it as the interpreter does (thread, block, address,
+    nearest buffer, PTX instruction and CUDA line)."""
+    from qwengpu.errors import ExecutionError
+
+    with pytest.raises(ExecutionError) as info:
+        run_machine(K / f"{name}.cu", model=machine[1], max_tokens=20000)
+    msg = str(info.value)
+    assert f"out-of-bounds {what}" in msg and where in msg, msg
+    assert f"{name}.cu:" in msg and "the model's trace: block" in msg
+    with pytest.raises(ExecutionError) as ref:
+        run_kernel(K / f"{name}.cu")
+    assert msg.startswith(str(ref.value))
 
 
 def test_refuses_launches_beyond_the_machine(tmp_path):

@@ -27,14 +27,6 @@ from circuit_helpers import small_config  # noqa: E402
 KERNELS = Path(__file__).resolve().parent.parent / "machine_weights" / "kernels"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(max(1, min(2, old)))
-    yield
-    torch.set_num_threads(old)
-
-
 def walker_model():
     """Token x writes m[x mod 16] := x, reads r = m[x div 16], emits (x + r + 1) mod 256."""
     c = Circuit("walker")
