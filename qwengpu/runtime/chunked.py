@@ -40,6 +40,7 @@ from qwengpu.runtime.fast import (
     ONE,
     DeltaBlock,
     FastModel,
+    Head,
     MlpBlock,
     Norm,
 )
@@ -47,28 +48,45 @@ from qwengpu.runtime.fast import (
 SEGMENT = 4096  # positions per batch (a multiple of the stock chunk size, 64)
 CHUNK = 64
 
+try:  # CSR times dense with sequential sums per row (exact on compiled weights, as any order)
+    import scipy.sparse as _sp
+except ImportError:  # pragma: no cover - torch's CSR product gives the same exact sums, slower
+    _sp = None
 
-def _t(a: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a, dtype=F32))
+
+class _Map:
+    """``y = A h`` for a matrix with few non-zeros (``h``: inputs x positions)."""
+
+    def __init__(self, dense: np.ndarray) -> None:
+        self.rows = dense.shape[0]
+        if _sp is not None:
+            self.a = _sp.csr_matrix(np.ascontiguousarray(dense, dtype=F32))
+        else:  # pragma: no cover
+            self.a = torch.from_numpy(np.ascontiguousarray(dense, dtype=F32)).to_sparse_csr()
+
+    def __call__(self, h: np.ndarray) -> np.ndarray:
+        if _sp is not None:
+            return np.asarray(self.a @ h, dtype=F32)
+        return (self.a @ torch.from_numpy(np.ascontiguousarray(h))).numpy()  # pragma: no cover
 
 
 @dataclass
 class _NormB:
-    """A residual RMSNorm over a segment (rows = positions), on the live-dim positions ``at``."""
+    """A residual RMSNorm over a segment (columns = positions), on the live-dim rows ``at``."""
 
-    at: np.ndarray  # positions of the norm's columns in the live residual
+    at: np.ndarray  # rows of the norm's columns in the live residual
     w1: np.ndarray
     eps: np.float32
     n: np.float32
 
     @classmethod
     def of(cls, norm: Norm, live_at: np.ndarray) -> _NormB:
-        return cls(live_at[norm.cols], norm.w1, norm.eps, norm.n)
+        return cls(live_at[norm.cols], norm.w1[:, None].copy(), norm.eps, norm.n)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        ss = np.einsum("ij,ij->i", x, x)  # exact (integer squares below 2^24 on compiled layers)
+        ss = np.einsum("ij,ij->j", x, x)  # exact (integer squares below 2^24 on compiled layers)
         r = ONE / np.sqrt(ss / self.n + self.eps)  # the stock roundings, as fast.Norm.factor_of
-        h = x[:, self.at] * r[:, None]
+        h = x[self.at] * r[None, :]
         h *= self.w1
         return h
 
@@ -81,15 +99,14 @@ class _MlpB:
         n = blk.n
         pg = gu.shape[0] - n  # gate rows are padded to a multiple of 64, then the n up rows
         self.norm = _NormB.of(blk.norm, live_at)
-        self.wg = _t(gu[:n].T)
-        self.wu = _t(gu[pg:].T)
-        self.wd = _t(blk.down.dense().T)
+        self.wg, self.wu, self.wd = _Map(gu[:n]), _Map(gu[pg:]), _Map(blk.down.dense())
         self.outs = live_at[blk.outs]
 
     def __call__(self, x: np.ndarray) -> None:
-        h = _t(self.norm(x))
-        y = (F.silu(h @ self.wg) * (h @ self.wu)) @ self.wd
-        x[:, self.outs] += y.numpy()
+        h = self.norm(x)
+        g = torch.from_numpy(self.wg(h))
+        p = (F.silu(g) * torch.from_numpy(self.wu(h))).numpy()
+        x[self.outs] += self.wd(p)
 
 
 class _DeltaB:
@@ -100,20 +117,20 @@ class _DeltaB:
         self.nk, self.nv, self.dk, self.dv = nk, nv, dk, dv
         self.norm = _NormB.of(blk.norm, live_at)
         self.qk_idx, self.vz_idx = blk.qk_idx, blk.vz_idx
-        self.wqk = _t(blk.qk.csr.dense()[: 2 * nk * dk].T)
+        self.wqk = _Map(blk.qk.csr.dense()[: 2 * nk * dk])
         vz = blk.vz.csr.dense()
-        self.wvz = _t(vz[: 2 * nv * dv].T)
+        self.wvz = _Map(vz[: 2 * nv * dv])
         tail = vz[blk.vz.nsilu:]
-        self.wb = _t(tail[:nv].T)
-        self.wa = _t(tail[nv: 2 * nv].T) if blk.a_const is None else None
+        self.wb = _Map(tail[:nv])
+        self.wa = _Map(tail[nv: 2 * nv]) if blk.a_const is None else None
         self.kmap = torch.from_numpy(np.asarray(blk.kmap if blk.kmap is not None else np.arange(nv)))
         vh = torch.from_numpy(np.asarray(blk.vheads))
         self.a_log, self.dt_bias = blk.a_log[vh].clone(), blk.dt_bias[vh].clone()
         self.gnorm = module.norm  # the stock gated RMSNorm (row-wise over dv)
-        self.wout = _t(blk.outp.dense().T)
+        self.wout = _Map(blk.outp.dense())
         self.outs = live_at[blk.outs]
         # conv taps other than [0, .., 0, 1]: the stock causal conv over [last K-1 inputs, segment]
-        self.taps = None if blk.taps is None else _t(blk.taps)
+        self.taps = None if blk.taps is None else torch.from_numpy(np.ascontiguousarray(blk.taps))
         self.reset()
 
     def reset(self) -> None:
@@ -122,38 +139,43 @@ class _DeltaB:
             self.hist = torch.zeros(1, self.taps.shape[0], self.taps.shape[1] - 1)
 
     def __call__(self, x: np.ndarray) -> None:
-        t = x.shape[0]
+        t = x.shape[1]
         nk, nv, dk, dv = self.nk, self.nv, self.dk, self.dv
         h = self.norm(x)
-        hq, hv = _t(h[:, self.qk_idx]), _t(h[:, self.vz_idx])
-        qk = hq @ self.wqk
-        vz = hv @ self.wvz
-        v = vz[:, : nv * dv]
+        hq, hv = h[self.qk_idx], h[self.vz_idx]
+        qk = torch.from_numpy(self.wqk(hq))  # channels x positions
+        vz = self.wvz(hv)
+        v = torch.from_numpy(vz[: nv * dv])
         if self.taps is None:  # taps [0, .., 0, 1]: the conv gives each position its projection
             qk, v = F.silu(qk), F.silu(v)
         else:  # the stock conv (and its SiLU) over the previous K-1 inputs and this segment
-            pre = torch.cat([qk, v], dim=1).T.unsqueeze(0)
-            full = torch.cat([self.hist, pre], dim=2)
+            full = torch.cat([self.hist, torch.cat([qk, v]).unsqueeze(0)], dim=2)
             self.hist = full[:, :, full.shape[2] - self.hist.shape[2]:]
-            conv = stock.causal_conv1d_fn(full, self.taps, None, activation="silu")[0, :, -t:].T
-            qk, v = conv[:, : 2 * nk * dk], conv[:, 2 * nk * dk:]
-        v = v.reshape(1, t, nv, dv)
-        z = vz[:, nv * dv:].reshape(t * nv, dv)
+            conv = stock.causal_conv1d_fn(full, self.taps, None, activation="silu")[0, :, -t:]
+            qk, v = conv[: 2 * nk * dk], conv[2 * nk * dk:]
+        qk = qk.T.contiguous()
         q = qk[:, : nk * dk].reshape(1, t, nk, dk)[:, :, self.kmap]
         k = qk[:, nk * dk:].reshape(1, t, nk, dk)[:, :, self.kmap]
-        beta = (hv @ self.wb).sigmoid().reshape(1, t, nv)
-        a = hv @ self.wa if self.wa is not None else torch.zeros(t, nv)
+        v = v.T.contiguous().reshape(1, t, nv, dv)
+        z = torch.from_numpy(np.ascontiguousarray(vz[nv * dv:].T)).reshape(t * nv, dv)
+        beta = torch.from_numpy(np.ascontiguousarray(self.wb(hv).T)).sigmoid().reshape(1, t, nv)
+        a = torch.zeros(t, nv) if self.wa is None else torch.from_numpy(np.ascontiguousarray(self.wa(hv).T))
         g = (-self.a_log.float().exp() * F.softplus(a.float().reshape(1, t, nv) + self.dt_bias))
         o, self.state = stock.torch_chunk_gated_delta_rule(
             q, k, v, g=g, beta=beta, initial_state=self.state, output_final_state=True,
             use_qk_l2norm_in_kernel=True,
         )
         o = self.gnorm(o.reshape(-1, dv), z).reshape(t, nv * dv)
-        x[:, self.outs] += (o @ self.wout).numpy()
+        x[self.outs] += self.wout(o.numpy().T)
 
 
 class ChunkedModel:
-    """Teacher-forced prefill of a stock ``Qwen3_5ForCausalLM`` (float32, batch 1), chunked path."""
+    """Teacher-forced prefill of a stock ``Qwen3_5ForCausalLM`` (float32, batch 1), chunked path.
+
+    The residual is held transposed (live dims x positions) so that every map is a sparse matrix
+    times a block of rows. A prefill's last segment is padded with token 0 to whole chunks (every
+    elementwise buffer then has the stock shape's alignment); the chunked rule is causal, so the
+    padding changes no earlier position."""
 
     def __init__(self, model: torch.nn.Module, segment: int = SEGMENT) -> None:
         if segment % CHUNK:
@@ -170,15 +192,14 @@ class ChunkedModel:
                 if blk is not None:
                     live[blk.outs] = True
         self.live = np.nonzero(live)[0]
-        live_at = np.full(hidden, 0, dtype=np.intp)
-        live_at[self.live] = np.arange(len(self.live))
-        # a column read but never written is an exact zero in every position: read the zero column
+        # a dim read but never written is an exact zero at every position: it reads a zero row
         zero = len(self.live)
-        live_at[~live] = zero
+        live_at = np.full(hidden, zero, dtype=np.intp)
+        live_at[self.live] = np.arange(zero)
         self.width = zero + 1
         self.base = np.zeros(self.width, dtype=F32)
-        self.base[: zero] = fast.base[self.live]
-        self.embed = fast.embed
+        self.base[:zero] = fast.base[self.live]
+        self.embed_t = np.ascontiguousarray(fast.embed.T)  # embedding columns x vocabulary
         self.embed_at = live_at[fast.embed_cols]
         self.layers: list[tuple[_DeltaB | None, _MlpB | None]] = []
         for (mixer, mlp), layer in zip(fast.blocks, tm.layers, strict=True):
@@ -186,7 +207,8 @@ class ChunkedModel:
                 None if mixer is None else _DeltaB(mixer, layer.linear_attn, live_at),
                 None if mlp is None else _MlpB(mlp, live_at),
             ))
-        self.head = fast.head
+        # the head's sign-code table and cache (guarded shortcuts, tests/runtime: equal to the product)
+        self.head = Head(fast.head.final, fast.head.w, shortcuts=True)
         self.final = _NormB.of(fast.head.final, live_at)
 
     def reset(self) -> None:
@@ -196,39 +218,42 @@ class ChunkedModel:
 
     @torch.no_grad()
     def _segment(self, ids: np.ndarray, record: list[list[np.ndarray]] | None = None) -> np.ndarray:
-        x = np.repeat(self.base[None, :], len(ids), axis=0)
-        x[:, self.embed_at] = self.embed[ids]
+        n = len(ids)
+        ids = np.concatenate([ids, np.zeros(-n % CHUNK, dtype=ids.dtype)])
+        x = np.repeat(self.base[:, None], len(ids), axis=1)
+        x[self.embed_at] = self.embed_t[:, ids]
         for i, (mixer, mlp) in enumerate(self.layers):
             if mixer is not None:
                 mixer(x)
             if mlp is not None:
                 mlp(x)
             if record is not None:
-                record[i].append(x[:, : len(self.live)].copy())
-        return x
+                record[i].append(x[: len(self.live), :n].T.copy())
+        return x[:, :n]
+
+    def _segments(self, token_ids: Sequence[int]):
+        self.reset()
+        ids = np.asarray(token_ids, dtype=np.int64)
+        for start in range(0, len(ids), self.segment):
+            yield start, ids[start: start + self.segment]
 
     def argmaxes(self, token_ids: Sequence[int], progress: Callable[[int, int], None] | None = None
                  ) -> list[int]:
         """The stock argmax at every position of one prefill over ``token_ids`` (from zero state)."""
-        self.reset()
-        ids = np.asarray(token_ids, dtype=np.int64)
         out: list[int] = []
         pick = self.head.argmax_normed
-        for start in range(0, len(ids), self.segment):
-            x = self._segment(ids[start: start + self.segment])
-            h = self.final(x)
+        for start, seg in self._segments(token_ids):
+            h = np.ascontiguousarray(self.final(self._segment(seg)).T)
             out.extend(pick(row) for row in h)
             if progress is not None:
-                progress(min(start + self.segment, len(ids)), len(ids))
+                progress(start + len(seg), len(token_ids))
         return out
 
     def residuals(self, token_ids: Sequence[int]) -> list[np.ndarray]:
         """For tests: per decoder layer, the residual after it (positions x live dims)."""
-        self.reset()
-        ids = np.asarray(token_ids, dtype=np.int64)
         rec: list[list[np.ndarray]] = [[] for _ in self.layers]
-        for start in range(0, len(ids), self.segment):
-            self._segment(ids[start: start + self.segment], rec)
+        for _, seg in self._segments(token_ids):
+            self._segment(seg, rec)
         return [np.concatenate(r) for r in rec]
 
 

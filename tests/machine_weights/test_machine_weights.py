@@ -31,6 +31,14 @@ def machine():
 
 
 @pytest.fixture(scope="module")
+def chunked(machine):
+    """The chunked-path runtime over the same model (tests/runtime prove it equal to the stock prefill)."""
+    from qwengpu.runtime.chunked import ChunkedModel
+
+    return ChunkedModel(machine[1])
+
+
+@pytest.fixture(scope="module")
 def vadd(machine):
     return run_machine(K / "vadd.cu", model=machine[1])
 
@@ -60,15 +68,16 @@ def test_trace_counts_split_passes_into_warp_instructions():
 
 
 @pytest.mark.parametrize("name", ["vadd", "intops", "bitops", "mul", "multi", "bar", "banks"])
-def test_model_equals_sim_and_interp(machine, name):
+def test_model_equals_sim_and_interp(machine, chunked, name):
     """vadd: divergent guard (3 of 4 threads); intops/bitops: min/max, popc, clz, brev, shifts, sel
     with two immediates; mul: multiplication as a sequence of weight ops; multi: 3 blocks of 64
     threads (2 warps, 16 lane groups), data-dependent loop trip counts (divergence and min-PC
     reconvergence), blockIdx; bar: 2 blocks of 64 threads exchanging values through global memory
     across three ``__syncthreads()``; banks: a 618-row program whose loop crosses between the two
     halves of the ROM every trip, lanes of one group in different halves. The model's dump equals
-    sim.py (with the same expansion), the interpreter and the spec's expected values, and it issues
-    exactly sim.py's warp instructions."""
+    sim.py (with the same expansion), the interpreter and the spec's expected values, it issues
+    exactly sim.py's warp instructions, and the trace fed back in one prefill (chunked path,
+    ``qwengpu.runtime.chunked``) gives every token again."""
     run = run_machine(K / f"{name}.cu", model=machine[1], max_tokens=60000)
     sim = run_for_weights(K / f"{name}.cu")
     ref = run_kernel(K / f"{name}.cu")
@@ -81,6 +90,10 @@ def test_model_equals_sim_and_interp(machine, name):
     assert run.stats["addresses_checked"] > 0 and "bounds_false_alarm" not in run.stats
     banks = [t for t in run.trace if P.decode(t).kind == "BANK"]
     assert (len(banks) > 4) == (name == "banks")  # the model switches halves only when it must
+    from qwengpu.runtime.chunked import replay
+
+    rep = replay(chunked, run.prompt, run.trace)  # the chunked path: one teacher-forced prefill
+    assert rep["equal"], f"chunked replay differs at trace token {rep['first_mismatch']}"
 
 
 def test_trace_lines_show_what_the_model_wrote(machine):
@@ -90,7 +103,8 @@ def test_trace_lines_show_what_the_model_wrote(machine):
     assert lines[0] == "-- block 0 starts" and lines[-1].startswith("-- every thread exited")
     assert any(x.endswith("s2r.tid.x r4  r4 = [0x0, 0x1, 0x2, 0x3]") for x in lines)
     assert any(x.endswith("pred = [0, 0, 0, 1]") for x in lines)  # thread 3 fails the guard
-    assert any("mask 0111  st." in x and x.endswith("store lane 0  store lane 1  store lane 2") for x in lines)
+    stores = "store lane 0  store lane 1  store lane 2"
+    assert any("mask 0111  st." in x and x.endswith(stores) for x in lines)
 
 
 def test_blocks_and_barriers_are_written_by_the_model(machine):
