@@ -14,7 +14,10 @@ only), the dot-product demo and the process's peak memory. Kernels whose ISA-sim
 ``--replay`` also feeds each finished trace back in one teacher-forced prefill on the stock chunked
 path (:mod:`qwengpu.runtime.chunked`, which tests/runtime prove equal to the stock prefill) and
 checks that every position's argmax is the next trace token (issue 4's replay, for the corpus).
-``--log FILE`` appends each kernel's row as one JSON line as soon as it is done (long sweeps).
+``--log FILE`` appends each kernel's row as one JSON line as soon as it is done (long sweeps); a
+run with an existing log skips the kernels it already holds (a sweep can be resumed, also by
+several ``--shard I/N`` processes with one log each), and ``--from-log FILE ...`` prints the table
+and totals of logs without running anything.
 """
 
 from __future__ import annotations
@@ -108,6 +111,10 @@ def main() -> None:
             if j == shard:
                 mine.add(cu)
         items = [it for it in items if it[0] in mine]
+    if args.log and Path(args.log).exists() and not args.from_log:  # resume: the log's kernels are done
+        lines = Path(args.log).read_text().splitlines()
+        done = {json.loads(line)["kernel"] for line in lines if line.strip()}
+        items = [(cu, spec) for cu, spec in items if cu.stem not in done]
     for cu, spec in items:
         row: dict = {"kernel": cu.stem}
         try:
@@ -176,7 +183,7 @@ def main() -> None:
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
     layouts = {}
-    if not args.no_layout:
+    if not args.no_layout and not args.from_log:
         layouts["test shape"] = _layout(test_config())
         try:
             layouts["Qwen3.5-2B layer shape"] = _layout(text_config("qwen3_5_2b_text"))
@@ -216,6 +223,9 @@ def main() -> None:
     if chunked is not None:
         print(f"chunked-path replay: {s['replayed_equal']} of {len(ran)} traces reproduced at every position "
               f"({s['replay_tokens']:,} prefill tokens)")
+    if args.from_log:
+        missing = sorted({cu.stem for cu, _ in corpus(args.dir)} - {r["kernel"] for r in rows})
+        print(f"not in the logs ({len(missing)} corpus kernels): {', '.join(missing) or '-'}")
     for name, lay in layouts.items():
         print(f"layout, {name}: " + ", ".join(f"{k} {v}" for k, v in lay.items()))
     if dot and "tokens" in dot:
