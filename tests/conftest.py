@@ -42,3 +42,27 @@ def _machine_cache(tmp_path_factory):
     finally:
         os.environ.pop("QWENGPU_CACHE", None)
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def flipped_weight():
+    """A context manager: flip the sign of the first used MLP gate weight of ``layer`` of a stock
+    model, restore it on exit (the negative control of the machine tests)."""
+    from contextlib import contextmanager
+
+    import torch
+
+    @contextmanager
+    def flip(model, layer: int = 12):
+        w = model.model.layers[layer].mlp.gate_proj.weight
+        r, col = (w != 0).nonzero()[0].tolist()
+        old = float(w[r, col])
+        try:
+            with torch.no_grad():
+                w[r, col] = -old
+            yield
+        finally:
+            with torch.no_grad():
+                w[r, col] = old
+
+    return flip

@@ -195,22 +195,14 @@ def test_repeated_run_identical(machine, vadd):
 
 
 @pytest.mark.slow
-def test_damaged_weight_breaks_the_run(machine, vadd):
+def test_damaged_weight_breaks_the_run(machine, vadd, flipped_weight):
     """Negative control: flip one used gate weight of a mid layer; the trace must differ."""
     model = machine[1]
-    w = model.model.layers[12].mlp.gate_proj.weight
-    r, col = (w != 0).nonzero()[0].tolist()
-    old = float(w[r, col])
-    try:
-        with torch.no_grad():
-            w[r, col] = -old
+    with flipped_weight(model):
         ids = torch.tensor([vadd.prompt + vadd.trace[:-1]])
         with torch.no_grad():
             got = model(input_ids=ids, use_cache=False).logits[0, len(vadd.prompt) - 1 :].argmax(-1).tolist()
         assert got != vadd.trace
-    finally:
-        with torch.no_grad():
-            w[r, col] = old
 
 
 @pytest.mark.slow

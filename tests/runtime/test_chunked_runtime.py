@@ -110,18 +110,10 @@ def test_machine_launch_equals_stock_prefill(machine_vadd):
     assert rep["equal"] and rep["first_mismatch"] is None and rep["tokens"] == len(ids)
 
 
-def test_damaged_weight_breaks_the_replay(machine_vadd):
+def test_damaged_weight_breaks_the_replay(machine_vadd, flipped_weight):
     """Negative control: flip one used MLP gate weight of a mid layer; the replay must fail."""
     model, run = machine_vadd
-    w = model.model.layers[12].mlp.gate_proj.weight
-    r, col = (w != 0).nonzero()[0].tolist()
-    old = float(w[r, col])
-    try:
-        with torch.no_grad():
-            w[r, col] = -old
+    with flipped_weight(model):
         rep = replay(model, run.prompt, run.trace)
         assert not rep["equal"] and rep["first_mismatch"] is not None
-    finally:
-        with torch.no_grad():
-            w[r, col] = old
     assert replay(model, run.prompt, run.trace)["equal"]
