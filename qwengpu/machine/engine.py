@@ -19,7 +19,7 @@ import torch
 from qwengpu.errors import ExecutionError, MachineLimitError
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
-from qwengpu.machine.isa import PT, Imm, MInstr, R
+from qwengpu.machine.isa import POISON, PT, Imm, MInstr, R
 from qwengpu.machine.isa import P as Pred
 from qwengpu.simt.memory import GLOBAL_BASE
 
@@ -529,21 +529,19 @@ class BoundsWatch:
                     self.preds[(4 * g + x, pd.n)] = bool(vals >> x & 1)
 
     def _check(self, ins: MInstr, g: int, pc: int, lanes: list[int]) -> None:
-        from qwengpu.machine.isa import POISON
-
+        if not lanes:
+            return
         a, base, off = ins.s[0], ins.mod("base") or 0, ins.mod("off") or 0
         size = ins.mod("chk") or ins.mod("size") or 4
-        for x in lanes:
-            t = 4 * g + x
-            v = a.v if isinstance(a, Imm) else self.regs.get((t, a.n), 0)
-            if ins.mod("amode") == "z":
-                addr = (v + base + off) & 0xFFFFFFFFFFFFFFFF
-            else:
-                addr = ((v - (1 << 32) if v >> 31 else v) + base + off) & 0xFFFFFFFFFFFFFFFF
-            self.checked += 1
-            bad = ins.mod("amode") != "z" and v == POISON
-            if bad or not self.gmem.check(np.array([addr], dtype=np.uint64), size)[0]:
-                raise OutOfBounds(self.block, t, pc, addr)
+        zext = ins.mod("amode") == "z"
+        vals = [a.v if isinstance(a, Imm) else self.regs.get((4 * g + x, a.n), 0) for x in lanes]
+        m64 = 0xFFFFFFFFFFFFFFFF
+        addrs = [((v if zext or not v >> 31 else v - (1 << 32)) + base + off) & m64 for v in vals]
+        ok = self.gmem.check(np.array(addrs, dtype=np.uint64), size)  # one lookup for the pass
+        self.checked += len(lanes)
+        for x, v, addr, good in zip(lanes, vals, addrs, ok, strict=True):
+            if not good or (not zext and v == POISON):
+                raise OutOfBounds(self.block, 4 * g + x, pc, addr)
 
     def feed(self, token: int) -> None:
         tk = self.reader.read(token)
