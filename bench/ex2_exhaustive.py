@@ -5,7 +5,7 @@
     python bench/ex2_exhaustive.py --start 0x3f000000 --count 0x1000000
 
 The machine's integer sequence (``softfloat.expand_fex2``) is far too slow to run 2^33 times in
-the ISA simulator, so this runs ``qwengpu.machine.ex2_model``, a NumPy model that computes the
+the ISA simulator, so this runs ``qwengpu.codegen.ex2_model``, a NumPy model that computes the
 same integers step by step (``tests/machine/test_softfloat.py`` checks model == expanded machine
 code bit for bit on thousands of inputs, so the result here transfers to the sequence). The
 oracle is the interpreter's model ``qwengpu.simt.fp32.ex2_approx`` (rn(2^x), float64 with an
@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qwengpu.machine import ex2_model  # noqa: E402
+from qwengpu.codegen import ex2_model  # noqa: E402
 from qwengpu.simt import fp32  # noqa: E402
 
 CHUNK = 1 << 24

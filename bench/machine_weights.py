@@ -71,11 +71,11 @@ def main() -> None:
     shard, nshards = (int(x) for x in args.shard.split("/"))
     torch.set_num_threads(args.threads)
 
+    from qwengpu.codegen.soft import run_for_weights
     from qwengpu.compiler.shapes import text_config
     from qwengpu.errors import QwenGPUError
-    from qwengpu.machine.engine import machine_model, prepare, run_machine, test_config
-    from qwengpu.machine.soft import run_for_weights
     from qwengpu.runner import corpus, run_kernel
+    from qwengpu.runtime.engine import machine_model, prepare, run_machine, test_config
 
     cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""What lowering for the weights costs (``qwengpu/machine/soft.py``), and why multiply is a sequence.
+"""What lowering for the weights costs (``qwengpu/codegen/soft.py``), and why multiply is a sequence.
 
     python bench/mul_lowering.py              # corpus table + multiply variants (~1 min)
     python bench/mul_lowering.py --circuit    # + the 4-lane multiplier circuit vs the machine (~2 min)
@@ -15,7 +15,7 @@
    loop: ``bitloop`` runs its ``loop``.
 3. ``--circuit``: a 32x32->32 multiplier per lane as a compiler circuit (Word ``*``: Booth
    radix-4, column compression, two-layer adder) for 1 and 4 lanes, beside the machine circuit
-   (``build_machine()``), on ``qwengpu.machine.engine.test_config()``: layers, peak residual
+   (``build_machine()``), on ``qwengpu.runtime.engine.test_config()``: layers, peak residual
    slots (live signals) of the available dimensions, MLP neurons.
 """
 
@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "tests" / "machine"))
 
 from machine_helpers import HEADER, binop_ptx, binop_spec  # noqa: E402
 
+from qwengpu.codegen.soft import INTEGER_EXPANDED, Options, run_for_weights, simulate_for_weights  # noqa: E402
 from qwengpu.errors import MachineLimitError  # noqa: E402
-from qwengpu.machine.sim import run_machine_sim, simulate  # noqa: E402
-from qwengpu.machine.soft import INTEGER_EXPANDED, Options, run_for_weights, simulate_for_weights  # noqa: E402
+from qwengpu.isa.sim import run_machine_sim, simulate  # noqa: E402
 from qwengpu.ptx.parser import parse_ptx  # noqa: E402
 from qwengpu.runner import corpus  # noqa: E402
 from qwengpu.spec import parse_spec  # noqa: E402
@@ -161,7 +161,7 @@ def sequence_rows() -> list[dict]:
 def circuit_rows() -> list[dict]:
     from qwengpu.compiler import Circuit
     from qwengpu.compiler.report import LayoutReport
-    from qwengpu.machine.engine import test_config
+    from qwengpu.runtime.engine import test_config
 
     cfg = test_config()
     rows = []

@@ -31,8 +31,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from qwengpu.machine.engine import machine_model, run_machine
     from qwengpu.runtime.chunked import ChunkedModel
+    from qwengpu.runtime.engine import machine_model, run_machine
 
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     _, model = machine_model()

@@ -33,12 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from qwengpu.codegen import soft  # noqa: E402
+from qwengpu.codegen.lower import lower_kernel  # noqa: E402
+from qwengpu.codegen.regalloc import allocate  # noqa: E402
 from qwengpu.cuda import compile_file  # noqa: E402
 from qwengpu.errors import MachineLimitError  # noqa: E402
-from qwengpu.machine import soft  # noqa: E402
-from qwengpu.machine.lower import lower_kernel  # noqa: E402
-from qwengpu.machine.regalloc import allocate  # noqa: E402
-from qwengpu.machine.sim import MachineSim, check_launch_limits, check_program_limits  # noqa: E402
+from qwengpu.isa.sim import MachineSim, check_launch_limits, check_program_limits  # noqa: E402
 from qwengpu.ptx.inline import inline_calls  # noqa: E402
 from qwengpu.ptx.parser import parse_ptx  # noqa: E402
 from qwengpu.runner import COMPILE_OPTIONS, corpus  # noqa: E402

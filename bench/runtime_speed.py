@@ -4,7 +4,7 @@
                                   [--repeat 3] [--no-stock]
 
 For each kernel both run the same prompt to HALT: the stock model as
-``qwengpu.machine.engine.generate`` does (one prefill on the chunked path, then one token at a
+``qwengpu.runtime.engine.generate`` does (one prefill on the chunked path, then one token at a
 time with the cache, recurrent path), the fast runtime with ``FastModel.generate`` (every prompt
 token through the recurrent step). Tokens counted: prompt + trace (every token is one pass through
 all layers); the traces must be equal. Warp instructions/s counts the PASS tokens (one warp
@@ -48,8 +48,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from qwengpu.machine import protocol as P
-    from qwengpu.machine.engine import generate, machine_model, prepare
     from qwengpu.runtime import FastModel
+    from qwengpu.runtime.engine import generate, machine_model, prepare
 
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     (_, model), t_build = _timed(machine_model)

@@ -1,4 +1,4 @@
-"""What float ops cost as integer sequences (``qwengpu/machine/softfloat.py``).
+"""What float ops cost as integer sequences (``qwengpu/codegen/softfloat.py``).
 
     python bench/softfloat_cost.py             # per op form: static / dynamic / live temporaries (~30 s)
     python bench/softfloat_cost.py --corpus    # + every float kernel of the corpus before/after (~1 min)
@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "tests" / "machine"))
 
 import test_softfloat as tsf  # noqa: E402
 
-from qwengpu.machine import softfloat as sf  # noqa: E402
-from qwengpu.machine.isa import MInstr, P, R  # noqa: E402
+from qwengpu.codegen import softfloat as sf  # noqa: E402
+from qwengpu.isa.instr import MInstr, P, R  # noqa: E402
 
 FORMS: list[tuple[str, dict]] = [
     ("fadd", {}), ("fadd", {"rnd": "rz"}), ("fadd", {"rnd": "rm"}), ("fadd", {"rnd": "rp"}),
@@ -84,9 +84,9 @@ def live_temps(seq: list[MInstr]) -> tuple[int, int]:
 
 
 def sequence(op: str, mods: dict, imm: int | None = None) -> list[MInstr]:
-    from qwengpu.machine.isa import Imm
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.soft import Fresh
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.soft import Fresh
+    from qwengpu.isa.instr import Imm
 
     fr = Fresh(lower_kernel(tsf._module(), "k", [True] * 4))
     n = {"ffma": 3, "fsetp": 2}.get(op, 1 if op in tsf.UNARY else 2)
@@ -129,7 +129,7 @@ def rows() -> list[dict]:
                 saved = sf.MUL_SHAPE
                 sf.MUL_SHAPE = shape
                 try:
-                    from qwengpu.machine.soft import expand_for_weights
+                    from qwengpu.codegen.soft import expand_for_weights
 
                     row[f"{shape}_dynamic"] = dynamic(op, mods, weights=shape == "mul")
                     info: dict = {}
@@ -145,10 +145,10 @@ def rows() -> list[dict]:
 
 
 def corpus_rows() -> list[dict]:
+    from qwengpu.codegen.lower import lower_kernel
     from qwengpu.cuda import compile_file
     from qwengpu.errors import MachineLimitError
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.sim import MachineSim
+    from qwengpu.isa.sim import MachineSim
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.ptx.parser import parse_ptx
     from qwengpu.runner import COMPILE_OPTIONS, corpus

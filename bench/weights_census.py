@@ -26,7 +26,7 @@ from qwengpu.runner import corpus  # noqa: E402
 
 
 def census(names: list[str] | None = None) -> list[dict]:
-    from qwengpu.machine import engine
+    from qwengpu.runtime import engine
 
     rows = []
     for cu, spec in corpus(ROOT / "kernels"):

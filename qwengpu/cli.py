@@ -279,7 +279,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _machine_config(shape: str):
-    from qwengpu.machine.engine import test_config
+    from qwengpu.runtime.engine import test_config
 
     if shape == "2b":
         from qwengpu.compiler import text_config
@@ -291,7 +291,7 @@ def _machine_config(shape: str):
 def _cmd_machine_build(args: argparse.Namespace) -> int:
     from qwengpu.compiler import FitError
     from qwengpu.errors import MachineLimitError
-    from qwengpu.machine.checkpoint import build_checkpoint, compiler_version, read_machine_sidecar
+    from qwengpu.model.machine_checkpoint import build_checkpoint, compiler_version, read_machine_sidecar
 
     config = _machine_config(args.shape)
     t0 = time.perf_counter()
@@ -321,7 +321,7 @@ def _cmd_machine_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_machine_cache(args: argparse.Namespace) -> int:
-    from qwengpu.machine.checkpoint import cache_entries, cache_root, clear_cache
+    from qwengpu.model.machine_checkpoint import cache_entries, cache_root, clear_cache
 
     root = cache_root()
     rows = clear_cache() if args.clear else cache_entries()
@@ -346,8 +346,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         return _cmd_machine_cache(args)
     from dataclasses import asdict
 
+    from qwengpu.isa.limits import LIMITS, machine_limits
     from qwengpu.machine.circuit import MachineShape
-    from qwengpu.machine.limits import LIMITS, machine_limits
 
     shape = MachineShape()
     slice_rows = [

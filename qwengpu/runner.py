@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qwengpu.cuda import DEFAULT_ARCH, compile_file
+from qwengpu.cuda import COMPILE_OPTIONS, DEFAULT_ARCH, compile_file
 from qwengpu.errors import LaunchSpecError, QwenGPUError
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS, Interpreter, Stats, _find_kernel
@@ -25,13 +25,13 @@ from qwengpu.spec import (
     c_signature,
     check_against_kernel,
     compare,
+    default_spec_path,
     load_spec,
     outputs_json,
     read_outputs,
 )
 
 ENGINES = ("interp", "machine", "model")
-COMPILE_OPTIONS = ("--generate-line-info",)
 
 
 @dataclass
@@ -70,10 +70,6 @@ class RunResult:
         if self.approximate:
             d["approximate"] = self.approximate
         return d
-
-
-def default_spec_path(cu: Path) -> Path:
-    return cu.with_suffix(".json")
 
 
 def run_kernel(
@@ -143,7 +139,7 @@ def _run_on_machine(
     replay: bool = False,
 ) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
-    from qwengpu.machine.engine import run_machine
+    from qwengpu.runtime.engine import run_machine
 
     t0 = time.perf_counter()
     t_start = time.perf_counter()
@@ -161,11 +157,12 @@ def _run_on_machine(
         progress=tokens if progress else None,
         trace=trace,
         max_tokens=max_tokens,
+        interpret=lambda: run_kernel(cu, spec_path),
     )
     stats = dict(run.stats)
     if replay:
-        from qwengpu.machine.engine import machine_model
         from qwengpu.runtime.chunked import replay as chunked_replay
+        from qwengpu.runtime.engine import machine_model
 
         rep = chunked_replay(machine_model()[1], run.prompt, run.trace)
         bad = rep["first_mismatch"]

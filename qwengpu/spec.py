@@ -517,3 +517,8 @@ def _show(x: np.generic, elem: str) -> str:
 
 def outputs_json(spec: LaunchSpec, outputs: dict[str, np.ndarray]) -> dict[str, list]:
     return {n: [format_value(v, spec.arg(n).elem) for v in arr] for n, arr in outputs.items()}
+
+
+def default_spec_path(cu: Path) -> Path:
+    """The launch spec beside a kernel: ``NAME.json`` for ``NAME.cu``."""
+    return Path(cu).with_suffix(".json")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from qwengpu.errors import CompileError
 
+# every engine compiles with line info, so errors and traces name the CUDA file and line
+COMPILE_OPTIONS = ("--generate-line-info",)
 DEFAULT_ARCH = "compute_75"
 _lib: ctypes.CDLL | None = None
 

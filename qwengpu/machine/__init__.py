@@ -1,6 +1,3 @@
-"""The machine: the GPU's instruction set, the lowering from PTX, register allocation, limits,
-and an exact simulator of its 4-lane datapath (bit-identical to the SIMT interpreter)."""
+"""The GPU as one per-token circuit (``circuit.py``) and its token protocol (``protocol.py``).
 
-from qwengpu.machine.limits import LIMITS, Limits, format_limits, machine_limits
-
-__all__ = ["LIMITS", "Limits", "format_limits", "machine_limits"]
+Imports ``compiler``; the ISA lives in ``qwengpu.isa``, the code generator in ``qwengpu.codegen``."""

@@ -1054,7 +1054,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def run_trace_fast(model: torch.nn.Module, prompt: Sequence[int], max_tokens: int,
                    stop: int | None = None, fresh: bool = False, on_token=None) -> list[int]:
-    """Drop-in for ``qwengpu.machine.engine.generate(model, prompt, max_tokens)``: the same greedy
+    """Drop-in for ``qwengpu.runtime.engine.generate(model, prompt, max_tokens)``: the same greedy
     trace (first token after the prompt .. HALT inclusive, at most ``max_tokens``), from a
     :class:`FastModel` gathered once per model object (``fresh=True`` re-gathers, e.g. after the
     weights were edited in place)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine.sim import run_machine_sim
+from qwengpu.isa.sim import run_machine_sim
 from qwengpu.runner import corpus, run_kernel
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"

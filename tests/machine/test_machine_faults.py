@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from qwengpu.errors import ExecutionError
-from qwengpu.machine.sim import run_machine_sim
+from qwengpu.isa.sim import run_machine_sim
 from qwengpu.runner import run_kernel
 
 CASES = {

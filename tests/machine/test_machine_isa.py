@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu.machine.isa import OPCODES, OPERAND_IMM, SPECS, Imm, MInstr, R, encode, op_table, validate
-from qwengpu.machine.sim import compile_machine
+from qwengpu.isa.instr import OPCODES, OPERAND_IMM, SPECS, Imm, MInstr, R, encode, op_table, validate
+from qwengpu.isa.sim import compile_machine
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SAMPLE = ["layernorm", "shfl_xor_butterfly", "div_s64", "atomic_cas", "sin_cos", "byte_perm", "vote"]
@@ -47,10 +47,10 @@ def test_cross_lane_destination_must_differ() -> None:
 @pytest.mark.parametrize("name", ["layernorm", "byte_perm", "int64_arith"])
 def test_one_immediate_per_instruction_option(name: str) -> None:
     """``allocate(..., max_immediates=1)`` serves decoders with a single immediate field."""
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.regalloc import allocate
     from qwengpu.cuda import compile_file
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.regalloc import allocate
-    from qwengpu.machine.sim import MachineSim
+    from qwengpu.isa.sim import MachineSim
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.ptx.parser import parse_ptx
     from qwengpu.runner import COMPILE_OPTIONS, run_kernel

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from machine_helpers import HEADER, assert_same, both
 
+from qwengpu.codegen.lower import lower_kernel
+from qwengpu.codegen.regalloc import allocate, liveness
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine.isa import R
-from qwengpu.machine.limits import LIMITS, format_limits, machine_limits
-from qwengpu.machine.lower import lower_kernel
-from qwengpu.machine.regalloc import allocate, liveness
+from qwengpu.isa.instr import R
+from qwengpu.isa.limits import LIMITS, format_limits, machine_limits
 from qwengpu.ptx.parser import parse_ptx
 
 
@@ -154,7 +154,7 @@ def test_shuffle_source_keeps_its_register(tmp_path) -> None:
             }
         )
     )
-    from qwengpu.machine.sim import run_machine_sim
+    from qwengpu.isa.sim import run_machine_sim
     from qwengpu.runner import run_kernel
 
     ref = run_kernel(tmp_path / "k.cu")
@@ -177,7 +177,7 @@ COPY = 'extern "C" __global__ void k(int* out) {\n  out[blockIdx.x * blockDim.x 
 
 
 def _run_cuda(tmp_path, src: str, spec: dict):
-    from qwengpu.machine.sim import run_machine_sim
+    from qwengpu.isa.sim import run_machine_sim
 
     (tmp_path / "k.cu").write_text(src)
     (tmp_path / "k.json").write_text(json.dumps(spec))

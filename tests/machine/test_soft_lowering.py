@@ -1,4 +1,4 @@
-"""Lowering for the weights (``qwengpu/machine/soft.py``): every corpus kernel runs bit-identically
+"""Lowering for the weights (``qwengpu/codegen/soft.py``): every corpus kernel runs bit-identically
 after ``expand_for_weights`` and keeps no mul/mad/mulhi/general mulw/plop/sub-word global load;
 the multiply sequences are right on edge values, immediates of every kind, under guards true and
 false and under divergence (lanes with different operands); expected values come from Python
@@ -15,10 +15,8 @@ import numpy as np
 import pytest
 from machine_helpers import HEADER, binop_ptx, binop_spec, run_interp
 
-from qwengpu.errors import MachineLimitError, QwenGPUError
-from qwengpu.machine import soft
-from qwengpu.machine.isa import POISON, Imm, MInstr, P, R
-from qwengpu.machine.soft import (
+from qwengpu.codegen import soft
+from qwengpu.codegen.soft import (
     INTEGER_EXPANDED,
     WEIGHT_OPS,
     Seq,
@@ -28,6 +26,8 @@ from qwengpu.machine.soft import (
     simulate_for_weights,
     unsupported_ops,
 )
+from qwengpu.errors import MachineLimitError, QwenGPUError
+from qwengpu.isa.instr import POISON, Imm, MInstr, P, R
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runner import corpus, run_kernel
 from qwengpu.spec import parse_spec
@@ -293,7 +293,7 @@ def test_guarded_multiply(op: str, f, mask: int, mul: str) -> None:
 def test_local_value_numbering() -> None:
     """A recomputed value is read from its first register (the duplicate deleted, targets and PTX
     ranges shifted); a value whose predicate source was redefined (also read negated) is not."""
-    from qwengpu.machine.soft import local_value_numbering
+    from qwengpu.codegen.soft import local_value_numbering
 
     r = [R(i) for i in range(10)]
     p0 = P(0)

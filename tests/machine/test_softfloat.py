@@ -1,4 +1,4 @@
-"""Float ops as integer sequences (``qwengpu/machine/softfloat.py``), checked bit for bit against
+"""Float ops as integer sequences (``qwengpu/codegen/softfloat.py``), checked bit for bit against
 ``qwengpu.simt.fp32`` (the interpreter's float semantics, independent of the sequences) by running
 the expanded machine code in the simulator: every pair of a float edge set (zeros, subnormals,
 normals at the range ends, infinities, NaNs with payloads, rounding ties, exponent differences
@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qwengpu.machine import softfloat as sf
-from qwengpu.machine.isa import Imm, MInstr, P, R
-from qwengpu.machine.lower import lower_kernel
-from qwengpu.machine.regalloc import allocate
-from qwengpu.machine.sim import MachineSim
+from qwengpu.codegen import softfloat as sf
+from qwengpu.codegen.lower import lower_kernel
+from qwengpu.codegen.regalloc import allocate
+from qwengpu.isa.instr import Imm, MInstr, P, R
+from qwengpu.isa.sim import MachineSim
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.simt import fp32
 from qwengpu.spec import bind, parse_spec, read_outputs
@@ -130,7 +130,7 @@ def machine(
         prog = sf.expand_floats(prog)
         assert not any(x.op in FLOAT_OPS for x in prog.code)
     if weights:
-        from qwengpu.machine.soft import expand_for_weights, in_weights
+        from qwengpu.codegen.soft import expand_for_weights, in_weights
 
         prog = expand_for_weights(prog)
         own = code[si if op == "fsetp" else xi].ptx
@@ -513,7 +513,7 @@ def test_ex2_model_is_the_sequence(ftz: bool) -> None:
     """``ex2_model`` (what the exhaustive check runs) computes the bits the expanded machine code
     computes, on edge values and 4096 random inputs (after the weights' expansion: only weight
     ops; after register allocation)."""
-    from qwengpu.machine import ex2_model
+    from qwengpu.codegen import ex2_model
 
     rng = np.random.default_rng(21 + ftz)
     a = np.concatenate([ex2_edges(), ex2_inputs(rng, 4096)])
@@ -533,7 +533,7 @@ def test_ex2_model_is_the_sequence(ftz: bool) -> None:
 
 def test_ex2_constants() -> None:
     """The sequence's immediates are what their definitions say (recomputed with mpmath)."""
-    from qwengpu.machine import ex2_model as em
+    from qwengpu.codegen import ex2_model as em
 
     assert em.exact_constants() == {"P1": em.P1, "C": em.C, "B16": em.B16, "D16": em.D16, "A33": em.A33}
 
@@ -676,7 +676,7 @@ def test_weights_pipeline(name: str, mul: str) -> None:
     """Through soft.py's framework (the registry): no float op is left; with ``mul="loop"`` (what
     soft.py's ``auto`` falls back to when a program does not fit the ROM) the significand
     product is a loop too."""
-    from qwengpu.machine.soft import EXPANDERS, expand_for_weights, weight_name
+    from qwengpu.codegen.soft import EXPANDERS, expand_for_weights, weight_name
 
     assert all(EXPANDERS.get(op) is fn for op, fn in sf.FLOAT_EXPANDERS.items())
     want, got, prog = _corpus_run(name, lambda p: expand_for_weights(p, mul=mul))

@@ -1,4 +1,4 @@
-"""Lowering for the weights, memory and warp side (``qwengpu/machine/softmem.py``): shared and local
+"""Lowering for the weights, memory and warp side (``qwengpu/codegen/softmem.py``): shared and local
 memory and spills in gmem, lane-serialised atomics and sub-word stores, shuffles and votes through
 gmem, 2-D/3-D launches over the circuit's linear indices.
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qwengpu.codegen import soft
+from qwengpu.codegen.soft import WEIGHT_OPS
+from qwengpu.codegen.softmem import OTHER_OPS, plan_memory, run_weights, simulate_weights
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine import soft
-from qwengpu.machine.soft import WEIGHT_OPS
-from qwengpu.machine.softmem import OTHER_OPS, plan_memory, run_weights, simulate_weights
 from qwengpu.runner import corpus, run_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,8 +41,8 @@ CIRCUIT_SPECIALS = {"tid.x", "ctaid.x", "laneid", "warpid"}
 # ---------------------------------------------------------------------------------------------
 def features(cu: Path, spec_path: Path) -> set[str]:
     """The features of this module a corpus kernel needs (empty: none, or not lowered)."""
+    from qwengpu.codegen.lower import lower_kernel
     from qwengpu.cuda import compile_file
-    from qwengpu.machine.lower import lower_kernel
     from qwengpu.ptx.parser import parse_ptx
     from qwengpu.runner import COMPILE_OPTIONS
     from qwengpu.simt.interp import _find_kernel
@@ -836,8 +836,8 @@ def test_spills_in_gmem(name: str, k: int) -> None:
 
 
 def test_plan_layout_and_refusals() -> None:
+    from qwengpu.codegen.lower import lower_kernel
     from qwengpu.cuda import compile_file
-    from qwengpu.machine.lower import lower_kernel
     from qwengpu.ptx.parser import parse_ptx
     from qwengpu.runner import COMPILE_OPTIONS
 
@@ -871,7 +871,7 @@ def test_plan_layout_and_refusals() -> None:
 def test_expansion_without_a_launch_keeps_spaces() -> None:
     """Plain ``soft.expand_for_weights`` (no launch): atomics and sub-word stores expand, shared
     memory and warp ops stay (the plain simulator runs them)."""
-    from qwengpu.machine.soft import run_for_weights
+    from qwengpu.codegen.soft import run_for_weights
 
     res = run_for_weights(*ITEMS["smem_histogram"])
     ops = {(x.op, x.mod("space")) for x in res.program.code}
@@ -886,7 +886,7 @@ def test_expansion_without_a_launch_keeps_spaces() -> None:
 @pytest.mark.parametrize("name", sorted(FEATURE_KERNELS))
 def test_engine_prepare_accepts(name: str) -> None:
     """Accepted (ROM program within the ROM, only weight ops), or refused for the ROM size alone."""
-    from qwengpu.machine import engine
+    from qwengpu.runtime import engine
 
     cu, spec = ITEMS[name]
     try:
@@ -900,7 +900,7 @@ def test_engine_prepare_accepts(name: str) -> None:
 
 
 def test_engine_prepare_refuses_overlapping_buffers(tmp_path: Path) -> None:
-    from qwengpu.machine import engine
+    from qwengpu.runtime import engine
 
     src = """
 extern "C" __global__ void big(unsigned* a)
@@ -929,9 +929,9 @@ extern "C" __global__ void big(unsigned* a)
 def test_encoded_constant_address_store() -> None:
     """A store of a constant to a constant address (shared initializers) encodes: the address
     rides in ``off`` and operand a reads the circuit's zero."""
+    from qwengpu.isa.instr import Imm, MInstr
     from qwengpu.machine.circuit import ROM_FIELDS, SR_CODES
-    from qwengpu.machine.engine import DEFAULT_SHAPE, encode_program
-    from qwengpu.machine.isa import Imm, MInstr
+    from qwengpu.runtime.engine import DEFAULT_SHAPE, encode_program
     from qwengpu.simt.memory import GLOBAL_BASE
 
     class Prog:

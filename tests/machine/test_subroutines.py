@@ -14,13 +14,13 @@ import pytest
 from machine_helpers import HEADER, binop_ptx, binop_spec, run_interp
 from test_soft_lowering import GUARDED, edge_pairs, mulhi_ref, run_soft, words
 
+from qwengpu.codegen import soft
+from qwengpu.codegen.lower import Program, lower_kernel
+from qwengpu.codegen.regalloc import CallGraph, allocate, liveness
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine import soft
+from qwengpu.isa.instr import OPCODES, Imm, MInstr, P, R, encode, validate
+from qwengpu.isa.sim import MachineSim
 from qwengpu.machine.circuit import MachineShape
-from qwengpu.machine.isa import OPCODES, Imm, MInstr, P, R, encode, validate
-from qwengpu.machine.lower import Program, lower_kernel
-from qwengpu.machine.regalloc import CallGraph, allocate, liveness
-from qwengpu.machine.sim import MachineSim
 from qwengpu.ptx.inline import inline_calls
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runner import corpus, run_kernel
@@ -470,8 +470,8 @@ def test_engine_accepts_kernels_sharing_float_parts(name: str, monkeypatch) -> N
     """``engine.prepare`` for a 512-row ROM accepts the kernel, the program routes a shared
     float part, and the simulator over the engine's very program gives the interpreter's bits and
     PTX-level warp-instruction count."""
-    from qwengpu.machine import engine
-    from qwengpu.machine.softmem import run_weights
+    from qwengpu.codegen.softmem import run_weights
+    from qwengpu.runtime import engine
 
     built: list[str] = []
     instance = soft._routine_instance

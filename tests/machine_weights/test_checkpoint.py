@@ -21,12 +21,12 @@ import torch
 
 from qwengpu.compiler import CircuitIO
 from qwengpu.errors import CheckpointError
-from qwengpu.machine import checkpoint as C
-from qwengpu.machine import engine
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import MachineShape
-from qwengpu.machine.engine import prepare, run_machine
-from qwengpu.machine.engine import test_config as machine_config
+from qwengpu.model import machine_checkpoint as C
+from qwengpu.runtime import engine
+from qwengpu.runtime.engine import prepare, run_machine
+from qwengpu.runtime.engine import test_config as machine_config
 
 K = Path(__file__).parent / "kernels"
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
+from qwengpu.codegen.soft import run_for_weights
 from qwengpu.errors import MachineLimitError
 from qwengpu.machine import protocol as P
-from qwengpu.machine.engine import machine_model, prepare, run_machine, trace_counts
-from qwengpu.machine.soft import run_for_weights
 from qwengpu.runner import run_kernel
+from qwengpu.runtime.engine import machine_model, prepare, run_machine, trace_counts
 
 K = Path(__file__).parent / "kernels"
 ROOT = Path(__file__).resolve().parents[2]
@@ -224,7 +224,7 @@ def test_random_kernels_beyond_the_corpus(machine, tmp_path, seed):
     except MachineLimitError as exc:
         assert "ROM" in str(exc) or "instructions" in str(exc)
         pytest.skip(f"refused: {exc}")
-    from qwengpu.machine.softmem import run_weights
+    from qwengpu.codegen.softmem import run_weights
 
     budget = 8 * run_weights(cu).stats["passes"] + 10000  # tokens: ~4-5 per lane-group pass
     got = run_machine(cu, model=machine[1], max_tokens=budget).outputs["out"].tolist()

@@ -94,7 +94,7 @@ def test_segment_must_be_whole_chunks():
 
 @pytest.fixture(scope="module")
 def machine_vadd():
-    from qwengpu.machine.engine import machine_model, run_machine
+    from qwengpu.runtime.engine import machine_model, run_machine
 
     _, model = machine_model()
     return model, run_machine(KERNELS / "vadd.cu", model=model)

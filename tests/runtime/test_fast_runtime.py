@@ -365,7 +365,7 @@ MACHINE_KERNELS = ["vadd", "intops", "bitops"]
 
 @pytest.fixture(scope="module")
 def machine():
-    from qwengpu.machine.engine import machine_model
+    from qwengpu.runtime.engine import machine_model
 
     _, model = machine_model()
     return model
@@ -376,7 +376,7 @@ def launches(machine):
     """Per kernel: (prompt, fast trace, stats of that run). Through the integration hook (it
     gathers once per model object and caches); memos cleared first, so each run is cold."""
     from qwengpu.machine import protocol as P
-    from qwengpu.machine.engine import prepare
+    from qwengpu.runtime.engine import prepare
     from qwengpu.runtime.fast import _CACHE
 
     if machine not in _CACHE:
@@ -418,7 +418,7 @@ def test_machine_trace_equals_stock_argmax(machine, launches, name):
 @pytest.mark.parametrize("name", MACHINE_KERNELS)
 def test_machine_outputs_decode(launches, name):
     """The fast trace dumps every output word of the launch, with the spec's expected values."""
-    from qwengpu.machine.engine import decode_dump, prepare
+    from qwengpu.runtime.engine import decode_dump, prepare
     from qwengpu.spec import compare, read_outputs
 
     _, trace, _ = launches[name]
@@ -459,7 +459,7 @@ def test_machine_hidden_states_bit_identical(machine, launches):
 @pytest.mark.slow
 def test_vadd_trace_equals_stock_greedy_run(machine, launches):
     """The stock greedy loop of ``engine.generate`` itself (prefill + recurrent decode, minutes)."""
-    from qwengpu.machine.engine import generate
+    from qwengpu.runtime.engine import generate
 
     prompt, trace, _ = launches["vadd"]
     assert generate(machine, prompt, 20000) == trace

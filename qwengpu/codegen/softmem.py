@@ -97,13 +97,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from qwengpu.codegen import soft
+from qwengpu.codegen.lower import Program
+from qwengpu.codegen.regalloc import AFTER, rebuild
+from qwengpu.codegen.soft import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine import soft
-from qwengpu.machine.isa import FALSE, PT, TRUE, Imm, MInstr, P, R
-from qwengpu.machine.limits import LIMITS
-from qwengpu.machine.lower import Program
-from qwengpu.machine.regalloc import AFTER, rebuild
-from qwengpu.machine.soft import EXPANDERS, Fresh, Options, Seq, expander
+from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.isa.limits import LIMITS
 from qwengpu.simt.memory import GLOBAL_BASE
 
 M32 = 0xFFFFFFFF
@@ -849,7 +849,7 @@ def expand_with_launch(
 ) -> tuple[Program, MemPlan]:
     """Plan + launch specials + prologue + ``soft.expand_for_weights`` + shadow stores (virtual
     registers; allocate next, and map spills with ``finish_allocation``)."""
-    from qwengpu.machine.regalloc import propagate_constants
+    from qwengpu.codegen.regalloc import propagate_constants
 
     plan = plan_memory(prog, grid, block, dynamic_shared, gmem_words)
     # launch constants (ntid, nctaid ...) and other single-mov constants become immediates BEFORE
@@ -873,7 +873,7 @@ def lower_for_weights(
 ) -> tuple[Program, MemPlan]:
     """A lowered program (virtual registers) -> the allocated program the weights run for this
     launch, and its memory plan (check the launch's arena with ``plan.check_arena(words)``)."""
-    from qwengpu.machine.regalloc import allocate
+    from qwengpu.codegen.regalloc import allocate
 
     p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
     kr = k_regs if k_regs is not None else LIMITS.registers
@@ -940,8 +940,8 @@ def simulate_weights(
     """Lower, ``lower_for_weights`` and run on the ISA simulator as the circuit runs it (a 1-D
     launch of the linear thread/block indices, gmem persisting across blocks): (outputs, stats,
     allocated program, plan)."""
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.isa.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.simt.interp import _find_kernel
     from qwengpu.spec import bind, read_outputs
@@ -965,11 +965,10 @@ def simulate_weights(
 
 def run_weights(cu_path: str | Path, spec_path: str | Path | None = None, **kw: object):
     """``sim.run_machine_sim`` for the program the weights run (``simulate_weights``)."""
-    from qwengpu.cuda import compile_file
-    from qwengpu.machine.sim import MachineResult
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
+    from qwengpu.isa.sim import MachineResult
     from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
-    from qwengpu.spec import compare, load_spec
+    from qwengpu.spec import compare, default_spec_path, load_spec
 
     cu = Path(cu_path)
     spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))

@@ -49,8 +49,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from qwengpu.machine import ex2_model as em
-from qwengpu.machine.isa import PT, Imm, MInstr, P, R
+from qwengpu.codegen import ex2_model as em
+from qwengpu.isa.instr import PT, Imm, MInstr, P, R
 
 SIGN = 0x80000000
 ABS = 0x7FFFFFFF
@@ -503,7 +503,7 @@ def _shared(
         vals, late = fn(b, *args, False)
         return vals, late or (lambda: ())
     if route(name, "part"):  # only when chosen by name (``Options.routed``), not by a mode
-        from qwengpu.machine.soft import Routine, call
+        from qwengpu.codegen.soft import Routine, call
 
         def body(s: object, ps: tuple, rs: tuple) -> None:
             bb = _B(s.fr)  # type: ignore[attr-defined]
@@ -1262,7 +1262,7 @@ def expand_floats(prog: object, ops: dict | None = None) -> object:
     non-temporaries (its destination), or is branched around when the sequence has a loop."""
     from dataclasses import replace
 
-    from qwengpu.machine.soft import Fresh
+    from qwengpu.codegen.soft import Fresh
 
     table = FLOAT_EXPANDERS if ops is None else ops
     fr = Fresh(prog)  # type: ignore[arg-type]

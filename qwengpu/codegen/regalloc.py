@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from qwengpu.codegen.lower import Program
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine.isa import FALSE, PT, TRUE, Imm, MInstr, P, R
-from qwengpu.machine.limits import LIMITS
-from qwengpu.machine.lower import Program
+from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.isa.limits import LIMITS
 
 CROSS_LANE = ("shfl", "shflp", "vote", "ballot")
 

@@ -21,7 +21,7 @@ program, placed BEFORE the kernel's code, so a lane inside a routine always has 
 any lane waiting past its call site: min-PC scheduling runs the call to completion first, exactly
 as for an inline sequence).
 
-See ``qwengpu/machine/DESIGN.md`` for the op table with the datapath requirements of each op.
+See ``qwengpu/codegen/DESIGN.md`` for the op table with the datapath requirements of each op.
 """
 
 from __future__ import annotations

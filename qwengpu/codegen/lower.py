@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from qwengpu.errors import MachineLimitError, PTXError
-from qwengpu.machine.isa import FALSE, POISON, TRUE, Imm, MInstr, P, R, validate
+from qwengpu.isa.instr import FALSE, POISON, TRUE, Imm, MInstr, P, R, validate
 from qwengpu.ptx.inline import inline_calls
 from qwengpu.ptx.ir import (
     TYPE_SIZES,

@@ -153,9 +153,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from qwengpu.machine.isa import FALSE, POISON, PT, TRUE, Imm, MInstr, P, R, validate
-from qwengpu.machine.limits import LIMITS
-from qwengpu.machine.lower import Program
+from qwengpu.codegen.lower import Program
+from qwengpu.isa.instr import FALSE, POISON, PT, TRUE, Imm, MInstr, P, R, validate
+from qwengpu.isa.limits import LIMITS
 
 #: ops the circuit in the weights implements (``addw``/``subw`` run as add/sub, ``mulw`` only by a
 #: power of two, as shl; ``call``/``ret`` for the shared routines; ``setp`` with cmp eq ne lt le
@@ -800,8 +800,8 @@ def _fits(prog: Program, budget: int, alloc: bool = True) -> bool:
         return True
     if n > budget * 13 // 10 or not alloc:
         return False
+    from qwengpu.codegen.regalloc import allocate
     from qwengpu.errors import MachineLimitError
-    from qwengpu.machine.regalloc import allocate
 
     try:
         return len(allocate(prog).code) <= budget
@@ -1206,7 +1206,7 @@ def find_windows(prog: Program, min_len: int = MIN_WINDOW) -> dict[str, Window]:
 
 def _use_kill(ins: MInstr) -> tuple[frozenset, frozenset]:
     """(registers read, registers surely written) as (class, number), regalloc's rules."""
-    from qwengpu.machine.regalloc import use_def
+    from qwengpu.codegen.regalloc import use_def
 
     uses, kills = set(), set()
     for cls in (R, P):
@@ -1965,9 +1965,9 @@ def simulate_for_weights(
     """Lower, expand for the weights, allocate and run on the ISA simulator: (outputs, stats,
     program). ``expand`` goes to ``expand_for_weights``; ``transform`` (tests) edits the lowered
     program before the expansion."""
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.regalloc import allocate as regalloc
-    from qwengpu.machine.sim import (
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.regalloc import allocate as regalloc
+    from qwengpu.isa.sim import (
         DEFAULT_MAX_STEPS,
         MachineSim,
         check_launch_limits,
@@ -2002,11 +2002,10 @@ def simulate_for_weights(
 
 def run_for_weights(cu_path: str | Path, spec_path: str | Path | None = None, **expand: object):
     """``sim.run_machine_sim`` with ``expand_for_weights`` between lowering and allocation."""
-    from qwengpu.cuda import compile_file
-    from qwengpu.machine.sim import MachineResult
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
+    from qwengpu.isa.sim import MachineResult
     from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
-    from qwengpu.spec import compare, load_spec
+    from qwengpu.spec import compare, default_spec_path, load_spec
 
     cu = Path(cu_path)
     spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
@@ -2046,7 +2045,7 @@ __all__ = [
 ]
 
 # float ops as integer sequences: softfloat.py's expanders join the registry
-from qwengpu.machine.softfloat import FLOAT_EXPANDERS  # noqa: E402
+from qwengpu.codegen.softfloat import FLOAT_EXPANDERS  # noqa: E402
 
 EXPANDERS.update(FLOAT_EXPANDERS)
 
@@ -2063,4 +2062,4 @@ def route_floats() -> None:
 route_floats()
 
 # memory spaces, atomics, sub-word stores, warp ops and launch shapes: softmem.py's expanders
-from qwengpu.machine import softmem  # noqa: E402, F401
+from qwengpu.codegen import softmem  # noqa: E402, F401

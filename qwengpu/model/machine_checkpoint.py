@@ -41,7 +41,7 @@ import torch
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
 from qwengpu.errors import CheckpointError
 from qwengpu.machine.circuit import MachineShape, build_machine
-from qwengpu.machine.engine import DEFAULT_SHAPE, test_config
+from qwengpu.model.configs import DEFAULT_SHAPE, test_config
 
 MACHINE_SIDECAR = "qwengpu_machine.json"
 MACHINE_FORMAT = "qwengpu-machine/1"

@@ -17,40 +17,21 @@ import numpy as np
 import torch
 
 from qwengpu.errors import ExecutionError, MachineLimitError
+from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
+from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
-from qwengpu.machine.isa import POISON, PT, Imm, MInstr, R
-from qwengpu.machine.isa import P as Pred
+from qwengpu.model.configs import DEFAULT_SHAPE, test_config  # noqa: F401 - re-exported
 from qwengpu.simt.memory import GLOBAL_BASE
 
 M32 = 0xFFFFFFFF
 _MODEL_CACHE: dict[tuple, tuple] = {}
-DEFAULT_SHAPE = MachineShape()
-
-
-def test_config(hidden: int = 2048, intermediate: int = 2048):
-    """The small Qwen3.5 shape the tests compile the machine into (fast on CPU)."""
-    from transformers import Qwen3_5TextConfig
-
-    return Qwen3_5TextConfig(
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=64,
-        linear_num_key_heads=16,
-        linear_num_value_heads=16,
-        linear_key_head_dim=128,
-        linear_value_head_dim=64,
-        vocab_size=64,
-    )
 
 
 def machine_model(config=None, shape: MachineShape = DEFAULT_SHAPE):
     """(circuit IO, stock model) for ``config``: from the on-disk cache or built (and cached there,
-    :func:`qwengpu.machine.checkpoint.load_or_build`), once per process."""
-    from qwengpu.machine.checkpoint import load_or_build
+    :func:`qwengpu.model.machine_checkpoint.load_or_build`), once per process."""
+    from qwengpu.model.machine_checkpoint import load_or_build
 
     config = config if config is not None else test_config()
     key = (repr(config.to_dict()), shape)
@@ -279,27 +260,26 @@ class ModelRun:
 
 def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: MachineShape = DEFAULT_SHAPE):
     """Compile, lower, check the slice's limits; (spec, program, prompt tokens, gmem, dump range)."""
-    from qwengpu.cuda import compile_file
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.sim import check_program_limits
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
+    from qwengpu.isa.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
     from qwengpu.simt.interp import _find_kernel
-    from qwengpu.spec import bind, c_signature, check_against_kernel, load_spec
+    from qwengpu.spec import bind, c_signature, check_against_kernel, default_spec_path, load_spec
 
     cu = Path(cu_path)
     spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
     module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
-    from qwengpu.machine.softmem import extend_gmem, lower_for_weights
+    from qwengpu.codegen.softmem import extend_gmem, lower_for_weights
 
     # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
     # the program then runs as the 1-D launch of linear thread/block indices the circuit runs
     grid, block = tuple(spec.grid), tuple(spec.block)
-    from qwengpu.machine.soft import Options
+    from qwengpu.codegen.soft import Options
 
     budget = shape.rom_rows
     for _ in range(4):
@@ -563,14 +543,18 @@ class BoundsWatch:
                 self.block = tk.a
 
 
-def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, **kw) -> ModelRun:
+def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, interpret, **kw) -> ModelRun:
     """The model's trace showed an out-of-bounds address: stop with the interpreter's message for
     the launch (thread, block, instruction, address and the nearest buffer). Should the interpreter
-    find no fault (the watch misread a trace: a defect), the launch runs again without the watch."""
-    from qwengpu.runner import run_kernel
+    find no fault (the watch misread a trace: a defect), the launch runs again without the watch.
 
+    ``interpret`` runs the launch on the reference interpreter (the caller's: the runtime does not
+    import the runner, which sits above it); ``None`` reports the model's address alone."""
+    if interpret is None:
+        raise ExecutionError(f"out-of-bounds access in the model's trace: block {oob.block}, thread "
+                             f"{oob.thread}, pc {oob.pc}, address 0x{oob.address:x}")
     try:
-        run_kernel(cu_path, spec_path)
+        interpret()
     except ExecutionError as exc:
         raise ExecutionError(f"{exc}\n  (the model's trace: block {oob.block}, thread {oob.thread}, pc "
                              f"{oob.pc}, address 0x{oob.address:x})") from None
@@ -672,8 +656,12 @@ def run_machine(
     progress=None,
     trace=None,
     check_bounds: bool = True,
+    interpret=None,
 ) -> ModelRun:
     """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
+
+    ``interpret``: a callable running the launch on the reference interpreter, used only to word an
+    out-of-bounds fault the bounds watch saw (the interpreter's message names thread and buffer).
 
     ``check_bounds``: watch the addresses of the model's memory passes (:class:`BoundsWatch`) and
     stop the launch at the first out-of-bounds one, reported as the interpreter reports it.
@@ -714,8 +702,9 @@ def run_machine(
         else:
             tokens = generate(model, prompt, max_tokens, on_token=seen)
     except OutOfBounds as oob:
-        return _out_of_bounds(oob, cu_path, spec_path, config=config, shape=shape, max_tokens=max_tokens,
-                              model=model, runtime=runtime, progress=progress, trace=trace)
+        return _out_of_bounds(oob, cu_path, spec_path, interpret, config=config, shape=shape,
+                              max_tokens=max_tokens, model=model, runtime=runtime, progress=progress,
+                              trace=trace)
     trace = tokens
     seconds = time.perf_counter() - t0
     fault = fault_message(prog, trace, prompt)

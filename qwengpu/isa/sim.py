@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from qwengpu.codegen.lower import Program
 from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
-from qwengpu.machine.isa import POISON, PT, Imm, MInstr, P, R
-from qwengpu.machine.limits import LIMITS, need
-from qwengpu.machine.lower import Program
+from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
+from qwengpu.isa.limits import LIMITS, need
 from qwengpu.ptx.ir import TYPES, Instr
 from qwengpu.simt import fp32
 from qwengpu.simt import ops as iops
@@ -1432,11 +1432,10 @@ def compile_machine(
     cu_path: str | Path, kernel: str, pointer_params: list[bool] | None = None, allocate: bool = True
 ) -> Program:
     """CUDA file -> allocated machine program (cached PTX)."""
-    from qwengpu.cuda import compile_file
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.regalloc import allocate as regalloc
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.regalloc import allocate as regalloc
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
     from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.runner import COMPILE_OPTIONS
 
     cu = Path(cu_path)
     ptx = compile_file(cu, options=COMPILE_OPTIONS)
@@ -1457,8 +1456,8 @@ def simulate(
     trace: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], SimStats, Program]:
     """Lower, allocate and run the spec's kernel of a parsed PTX module; (outputs, stats, program)."""
-    from qwengpu.machine.lower import lower_kernel
-    from qwengpu.machine.regalloc import allocate as regalloc
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.regalloc import allocate as regalloc
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.simt.interp import _find_kernel
     from qwengpu.spec import bind, read_outputs
@@ -1494,11 +1493,10 @@ def run_machine_sim(
 
     Shaped like ``qwengpu.runner.run_kernel``: outputs (name -> numpy array) and a stats dict with
     ``warp_instructions``, ``passes``, ``machine_instructions`` (program size) and ``registers``."""
-    from qwengpu.cuda import compile_file
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
     from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.runner import COMPILE_OPTIONS, default_spec_path
     from qwengpu.simt.interp import _find_kernel
-    from qwengpu.spec import c_signature, check_against_kernel, compare, load_spec
+    from qwengpu.spec import c_signature, check_against_kernel, compare, default_spec_path, load_spec
 
     cu = Path(cu_path)
     spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))

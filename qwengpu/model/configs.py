@@ -1,0 +1,29 @@
+"""Model shapes the machine is compiled into: the small test shape, and the default machine shape.
+
+Why here: both the checkpoint builder (``model/``) and the runtimes (``runtime/``) need them; the
+runtime imports ``model``, never the other way round."""
+
+from __future__ import annotations
+
+from qwengpu.machine.circuit import MachineShape
+
+DEFAULT_SHAPE = MachineShape()
+
+
+def test_config(hidden: int = 2048, intermediate: int = 2048):
+    """The small Qwen3.5 shape the tests compile the machine into (fast on CPU)."""
+    from transformers import Qwen3_5TextConfig
+
+    return Qwen3_5TextConfig(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        linear_num_key_heads=16,
+        linear_num_value_heads=16,
+        linear_key_head_dim=128,
+        linear_value_head_dim=64,
+        vocab_size=64,
+    )
