@@ -139,7 +139,8 @@ def compile_cuda(
         opts = [f"--gpu-architecture={arch}", *options]
         major, minor = nvrtc_version()
         tool = f"nvrtc-{major}.{minor}"
-    key = hashlib.sha256("\0".join([tool, source, *opts]).encode()).hexdigest()
+    # the file name is part of the PTX (``.file``, hence every CUDA line an error names): key on it too
+    key = hashlib.sha256("\0".join([tool, filename, source, *opts]).encode()).hexdigest()
     path = cache_dir() / f"{key}.ptx"
     if use_cache and path.is_file():
         return path.read_text()

@@ -4,7 +4,8 @@ NVRTC emits ``call.uni (retval0), f, (param0, ...)`` for ``__noinline__`` device
 the arguments passed through per-thread ``.param`` variables. Inlining renames the callee's
 registers, labels and local variables, binds its formal parameters to the caller's argument
 variables and turns its ``ret`` into a branch to the call's continuation. Recursion cannot be
-flattened and is reported.
+flattened and is reported, as are indirect calls and calls of external functions (``vprintf``);
+a predicated call becomes a branch around the inlined body.
 """
 
 from __future__ import annotations
@@ -12,7 +13,21 @@ from __future__ import annotations
 from dataclasses import replace
 
 from qwengpu.errors import PTXError
-from qwengpu.ptx.ir import Addr, Function, Instr, Label, Module, Neg, Operand, Pair, Reg, Sym, Var, Vec
+from qwengpu.ptx.ir import (
+    Addr,
+    Function,
+    Instr,
+    Label,
+    Module,
+    Neg,
+    Operand,
+    Pair,
+    Reg,
+    Sym,
+    Var,
+    Vec,
+    demangle_identifier,
+)
 
 MAX_INLINE_DEPTH = 16
 
@@ -58,18 +73,35 @@ def inline_calls(module: Module, kernel: Function) -> Function:
                 continue
             rets, target, args = ins.operands
             assert isinstance(rets, Vec) and isinstance(args, Vec)
-            if not isinstance(target, Sym) or target.name not in module.functions:
-                raise PTXError(f"PTX line {ins.line}: call of unknown or indirect function {target}")
+            if not isinstance(target, Sym):
+                raise PTXError(
+                    f"{ins.where()}: indirect call through a function pointer (`{ins.text}`) is not "
+                    "supported: only calls of named device functions can be inlined"
+                )
+            if target.name not in module.functions:
+                if target.name in module.externs:
+                    what = {"vprintf": " (printf)", "malloc": " (device malloc)", "free": " (device free)"}
+                    raise PTXError(
+                        f"{ins.where()}: call of external function {target.name}"
+                        f"{what.get(target.name, '')} is not supported: it has no body in the PTX"
+                    )
+                raise PTXError(f"{ins.where()}: call of unknown function {target.name}")
             callee = module.functions[target.name]
             if callee.name in stack or len(stack) >= MAX_INLINE_DEPTH:
+                chain = " -> ".join(demangle_identifier(f) for f in (*stack, callee.name))
                 raise PTXError(
-                    f"PTX line {ins.line}: recursive call of {callee.name} is not supported "
-                    "(the machine has no call stack)"
+                    f"{ins.where()}: recursive call of {callee.plain_name} ({chain}) is not supported: "
+                    "calls are inlined and the machine has no call stack"
                 )
-            if ins.guard is not None:
-                raise PTXError(f"PTX line {ins.line}: predicated call is not supported")
             counter[0] += 1
             tag = f"{callee.name}#{counter[0]}"
+            skip_label = f"$skip@{tag}"
+            if ins.guard is not None:  # @p call f: branch around the inlined body when !p
+                body.append(
+                    replace(
+                        ins, op="bra", mods=(), operands=(Label(skip_label),), guard_neg=not ins.guard_neg
+                    )
+                )
             reg_map = {r: f"{r}@{tag}" for r in callee.regs}
             for r, t in callee.regs.items():
                 regs[reg_map[r]] = t
@@ -98,6 +130,8 @@ def inline_calls(module: Module, kernel: Function) -> Function:
             sub_labels = {label_map[lb]: i for lb, i in callee.labels.items()}
             sub_labels[end_label] = len(sub)
             emit(sub, sub_labels, (*stack, callee.name))
+            if ins.guard is not None:
+                labels[skip_label] = len(body)
 
         for lb in by_index.get(len(fn_body), ()):
             labels[lb] = len(body)

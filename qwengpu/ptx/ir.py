@@ -102,14 +102,24 @@ Operand = Reg | Special | Imm | Sym | Label | Addr | Vec | Neg | Pair | Sink
 
 @dataclass(frozen=True)
 class SourceLoc:
-    """A CUDA source position from a ``.loc`` directive."""
+    """A CUDA source position from a ``.loc`` directive.
+
+    For code NVRTC inlined from a device function, ``file:line`` is the line inside that function
+    (what the user wants to see), ``function`` its name and ``inlined_at`` the call site.
+    """
 
     file: str
     line: int
     col: int = 0
+    function: str = ""
+    inlined_at: SourceLoc | None = None
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        s = f"{self.file}:{self.line}"
+        if self.inlined_at is not None:
+            fn = f"in {self.function}, " if self.function else ""
+            s += f" ({fn}inlined at {self.inlined_at})"
+        return s
 
 
 @dataclass
@@ -196,6 +206,7 @@ class Module:
     functions: dict[str, Function]
     globals: list[Var]
     files: dict[int, str]
+    externs: dict[str, Function] = field(default_factory=dict)  # declared, never defined (vprintf, ...)
 
     @property
     def kernels(self) -> dict[str, Function]:

@@ -1,13 +1,19 @@
 """PTX text -> :mod:`qwengpu.ptx.ir`.
 
 A two-stage parser: a scanner cuts the text into statements (``;``-terminated instructions and
-directives, ``{``/``}``, labels, and the line-terminated ``.loc``/``.file``), then each
-statement is parsed into IR. It accepts everything NVRTC emits for ordinary kernels; anything
-else is rejected with a ``PTXError`` naming the PTX line (and CUDA line when ``.loc`` exists).
+directives, ``{``/``}``, labels, the line-terminated ``.loc``/``.file``, and whole ``.section``
+blocks), then each statement is parsed into IR. It accepts everything NVRTC emits, with or
+without line and debug information (``-lineinfo``, ``-G``): ``.loc`` with ``function_name`` and
+``inlined_at`` (code inlined from a device function keeps that function's own CUDA line),
+``.file`` with timestamps, DWARF ``.section`` blocks and ``@@DWARF`` lines (skipped; only
+``.debug_str`` is read, for the names of inlined functions), ``.target ..., debug``. Anything
+else is rejected with a ``PTXError`` naming the construct, the PTX line (as ``qwengpu ptx``
+prints it) and the CUDA line when the PTX carries one.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 
@@ -32,6 +38,7 @@ from qwengpu.ptx.ir import (
     Sym,
     Var,
     Vec,
+    demangle_identifier,
 )
 
 SPECIAL_BASES = {
@@ -41,6 +48,8 @@ SPECIAL_BASES = {
     "total_smem_size", "aggr_smem_size",
 }  # fmt: skip
 STATE_SPACES = {"global", "shared", "local", "const", "param", "tex"}
+# PTX ISA "Predefined identifiers" that are constants: resolved to immediates by the parser.
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
 _INT_RE = re.compile(r"^(-)?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]+|[0-9]+)[uU]?$")
 _F32_RE = re.compile(r"^0[fF]([0-9a-fA-F]{8})$")
 _F64_RE = re.compile(r"^0[dD]([0-9a-fA-F]{16})$")
@@ -54,7 +63,7 @@ class _Stmt:
     def __init__(self, text: str, line: int, kind: str) -> None:
         self.text = text
         self.line = line
-        self.kind = kind  # "stmt", "label", "open", "close", "loc", "file"
+        self.kind = kind  # "stmt", "label", "open", "close", "loc", "file", "section"
 
 
 def _strip_comments(text: str) -> str:
@@ -88,7 +97,9 @@ def _scan(text: str) -> list[_Stmt]:
     # .loc/.file are line-terminated: give them a ';' so one scanner handles everything
     for k, ln in enumerate(lines):
         s = ln.strip()
-        if s.startswith((".loc", ".file", ".version", ".target", ".address_size")) and not s.endswith(";"):
+        if s.startswith("@@DWARF"):  # old-style debug lines (PTX ISA: @@dwarf dwarf-string)
+            lines[k] = ""
+        elif s.startswith((".loc", ".file", ".version", ".target", ".address_size")) and not s.endswith(";"):
             lines[k] = ln + ";"
     text = "\n".join(lines)
     stmts: list[_Stmt] = []
@@ -134,6 +145,22 @@ def _scan(text: str) -> list[_Stmt]:
             flush()
         elif c == "{":
             p = pending()
+            if p.startswith(".section"):
+                # a debug section: keep its whole body (labels, .b8/.b32/.b64 data) as one statement
+                depth, j = 1, i + 1
+                while j < n and depth:
+                    if text[j] == '"':
+                        k = text.find('"', j + 1)
+                        j = n if k < 0 else k + 1
+                        continue
+                    depth += {"{": 1, "}": -1}.get(text[j], 0)
+                    j += 1
+                chunk = text[i:j]
+                stmts.append(_Stmt(f"{p} {chunk}", start_line, "section"))
+                line += chunk.count("\n")
+                buf = []
+                i = j
+                continue
             if p and not (p.startswith(".") and not p.endswith("=")):
                 # a vector operand or an initializer: keep the braces inside the statement
                 depth, j = 1, i + 1
@@ -236,6 +263,8 @@ def parse_operand(tok: str) -> Operand:
         return Imm(v, "int")
     if _DEC_FLOAT_RE.match(tok):
         return Imm(struct.unpack("<Q", struct.pack("<d", float(tok)))[0], "f64")
+    if tok in PREDEFINED_CONSTANTS:  # WARP_SZ: a plain immediate for every consumer
+        return Imm(PREDEFINED_CONSTANTS[tok], "int")
     if _IDENT_RE.match(tok):
         return Sym(tok)
     raise ValueError(f"cannot parse operand {tok!r}")
@@ -397,38 +426,107 @@ _HEADER_RE = re.compile(
 )
 
 
+_LOC_RE = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
+_FN_NAME_RE = re.compile(r"\bfunction_name\s+([$\w.]+)")
+_INLINED_RE = re.compile(r"\binlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
+_FILE_RE = re.compile(r"\.file\s+(\d+)\s+\"([^\"]*)\"(?:\s*,?\s*\"([^\"]*)\")?")
+
+
+def _display_path(path: str) -> str:
+    """NVRTC writes absolute paths into ``.file``: show them relative to the working directory."""
+    if os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path)
+        except ValueError:
+            return path
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def _debug_strings(body: str) -> dict[str, str]:
+    """``label: .b8 95,90,...,0`` entries of a ``.debug_str`` section -> {label: string}."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"([$\w]+)\s*:\s*((?:\.b8\s+[\d,\s]+)+)", body):
+        data = bytes(int(x) & 0xFF for x in re.findall(r"\d+", re.sub(r"\.b8", " ", m.group(2))))
+        out[m.group(1)] = data.split(b"\0", 1)[0].decode("utf-8", errors="replace")
+    return out
+
+
+def _parse_loc(t: str) -> SourceLoc | None:
+    """``.loc 1 5 3[, function_name $L__info_string0][, inlined_at 1 9 7]`` (names resolved later)."""
+    m = _LOC_RE.match(t)
+    if not m:
+        return None
+    fn = _FN_NAME_RE.search(t)
+    at = _INLINED_RE.search(t)
+    inlined = SourceLoc(at.group(1), int(at.group(2)), int(at.group(3))) if at else None
+    return SourceLoc(m.group(1), int(m.group(2)), int(m.group(3)), fn.group(1) if fn else "", inlined)
+
+
+def _name_loc(loc: SourceLoc, files: dict[int, str], strings: dict[str, str]) -> SourceLoc:
+    """Replace ``.file`` indices by file names and ``function_name`` labels by demangled names."""
+    f = files.get(int(loc.file), loc.file) if loc.file.isdigit() else loc.file
+    fn = loc.function
+    if fn in strings:
+        fn = demangle_identifier(strings[fn])
+    at = _name_loc(loc.inlined_at, files, strings) if loc.inlined_at is not None else None
+    return SourceLoc(f, loc.line, loc.col, fn, at)
+
+
 def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
     """Parse PTX text into a :class:`Module`; raise ``PTXError`` naming the line on failure."""
     stmts = _scan(text)
     version, target, address_size = "", "", 64
     functions: dict[str, Function] = {}
     globals_: list[Var] = []
+    # .file and the .debug_str section come after the code in NVRTC output: read them first so
+    # every error (parse errors included) can name the CUDA file and line
     files: dict[int, str] = {}
+    strings: dict[str, str] = {}
+    for st in stmts:
+        if st.kind == "file":
+            m = _FILE_RE.match(st.text)
+            if m:
+                name = os.path.join(m.group(2), m.group(3)) if m.group(3) else m.group(2)
+                files[int(m.group(1))] = _display_path(name)
+        elif st.kind == "section" and st.text.split()[1:2] == [".debug_str"]:
+            strings.update(_debug_strings(st.text))
     cur: Function | None = None
     depth = 0
     pending: Function | None = None
+    declared: dict[str, Function] = {}  # declarations and .extern prototypes (no body)
     loc: SourceLoc | None = None
+    prev = ""
 
     def err(msg: str, line: int) -> PTXError:
-        return PTXError(f"{source_name}: PTX line {line}: {msg}")
+        where = f"PTX line {line}"
+        if cur is not None and loc is not None:
+            where += f", {_name_loc(loc, files, strings)}"
+        return PTXError(f"{source_name}: {where}: {msg}")
 
     for st in stmts:
         t = st.text
         try:
             if st.kind == "file":
-                m = re.match(r"\.file\s+(\d+)\s+\"([^\"]*)\"", t)
-                if m:
-                    files[int(m.group(1))] = m.group(2)
                 continue
             if st.kind == "loc":
-                m = re.match(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)", t)
-                if m:
-                    loc = SourceLoc(m.group(1), int(m.group(2)), int(m.group(3)))
+                loc = _parse_loc(t)
+                if loc is None:
+                    raise err(f"cannot parse line-info directive `{t[:80]}`", st.line)
                 continue
+            if st.kind == "section":
+                if cur is not None:
+                    raise err(f"a `{' '.join(t.split()[:2])}` block inside function {cur.name}", st.line)
+                continue  # DWARF data: nothing a launch needs (.debug_str was read above)
             if st.kind == "open":
                 if cur is None:
                     if pending is None:
-                        raise err("unexpected '{'", st.line)
+                        after = f" after `{prev[:60]}`" if prev else ""
+                        raise err(
+                            f"unexpected '{{' at module level{after}: a block that opens no function body",
+                            st.line,
+                        )
                     cur, pending = pending, None
                     depth = 1
                 else:
@@ -436,7 +534,7 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                 continue
             if st.kind == "close":
                 if cur is None:
-                    raise err("unexpected '}'", st.line)
+                    raise err("unexpected '}' at module level (no block is open)", st.line)
                 depth -= 1
                 if depth == 0:
                     functions[cur.name] = cur
@@ -447,14 +545,20 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                     raise err(f"label {t} outside a function", st.line)
                 cur.labels[t] = len(cur.body)
                 continue
+            prev = t
             if cur is None:
                 # module level
+                if pending is not None:  # the header ended with ';': a declaration (recursion emits one)
+                    declared.setdefault(pending.name, pending)
+                    pending = None
                 if t.startswith(".version"):
                     version = t.split()[1]
                 elif t.startswith(".target"):
-                    target = t.split(None, 1)[1]
+                    target = t.split(None, 1)[1].split(",")[0].strip()  # ", debug" etc.: options
                 elif t.startswith(".address_size"):
                     address_size = int(t.split()[1])
+                    if address_size != 64:
+                        raise err(f".address_size {address_size} is not supported (only 64)", st.line)
                 elif t.startswith(".pragma") or t.startswith(".section"):
                     pass
                 elif re.match(r"^(\.(visible|extern|weak)\s+)*\.(entry|func)\b", t):
@@ -474,17 +578,19 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                         st.line,
                     )
                     for dm in re.finditer(
-                        r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank)\s+([\d,\s]+)",
+                        r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|reqnctapercluster)"
+                        r"\s+([\d,\s]+)",
                         m.group("tail") or "",
                     ):
                         fn.directives[dm.group(1)] = tuple(int(x) for x in re.findall(r"\d+", dm.group(2)))
                     pending = fn
                     if ".extern" in m.group(1):
-                        pending = None  # prototype only
+                        pending = None  # prototype only: calls to it are refused (vprintf, malloc, ...)
+                        declared.setdefault(fn.name, fn)
                 elif re.match(r"^(\.(visible|extern|weak)\s+)*\.(global|shared|const)\b", t):
                     globals_.extend(_parse_var(t, st.line))
                 else:
-                    raise err(f"unsupported module-level statement: {t.split()[0]}", st.line)
+                    raise err(f"unsupported module-level statement `{t[:80]}`", st.line)
                 continue
             # function body
             if t.startswith(".reg"):
@@ -493,22 +599,27 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                 cur.vars.extend(_parse_var(t, st.line))
             elif t.startswith(".pragma"):
                 pass
+            elif t.startswith(".callprototype"):
+                pass  # the prototype of an indirect call; the call itself is refused by the inliner
             elif t.startswith("."):
-                raise err(f"unsupported directive {t.split()[0]}", st.line)
+                raise err(f"unsupported directive {t.split()[0]} in `{t[:80]}`", st.line)
             else:
                 cur.body.append(_parse_instr(t, st.line, loc, files))
         except PTXError:
             raise
         except (ValueError, KeyError, IndexError) as exc:
-            raise err(f"{exc} in: {t[:100]}", st.line) from None
+            raise err(f"{exc} in `{t[:100]}`", st.line) from None
     if cur is not None:
         raise PTXError(f"{source_name}: unexpected end of PTX inside function {cur.name}")
+    if pending is not None:
+        declared.setdefault(pending.name, pending)
     for fn in functions.values():
         _resolve_labels(fn, source_name)
-        for ins in fn.body:  # .file comes last in NVRTC output: name the files now
-            if ins.loc is not None and ins.loc.file.isdigit() and int(ins.loc.file) in files:
-                ins.loc = SourceLoc(files[int(ins.loc.file)], ins.loc.line, ins.loc.col)
-    return Module(version, target, address_size, functions, globals_, files)
+        for ins in fn.body:
+            if ins.loc is not None:
+                ins.loc = _name_loc(ins.loc, files, strings)
+    externs = {k: f for k, f in declared.items() if k not in functions}
+    return Module(version, target, address_size, functions, globals_, files, externs)
 
 
 def _parse_reg_decl(fn: Function, t: str) -> None:

@@ -561,8 +561,8 @@ class Interpreter:
             if nt == int(act.sum()):
                 return (_JUMP, tpc)
             # divergence: split the lanes
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
             w.pcs[taken] = tpc
             return (_DIVERGED, 0)
@@ -572,8 +572,8 @@ class Interpreter:
     def _op_ret(self, ins: Instr, pc: int):
         def ret(w, m):
             act = ALL if m is None else m
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.live &= ~act
             return (_EXIT, 0)
 
@@ -589,8 +589,8 @@ class Interpreter:
 
         def bar(w, m):
             act = ALL if m is None else m
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
             w.waiting |= act
             w.conv = -1
@@ -1184,9 +1184,28 @@ class Interpreter:
         td = iops.DTYPES[t]
         win = np.uint64(window)
 
+        top = np.uint64(window + WINDOW_SIZE)
+
         def cvta(w, m):
             v = np.asarray(ra(w)).astype(np.uint64)
-            v = v - win if to else v + win
+            if to:
+                # PTX: undefined unless the generic address lies in the space's window; the oracle
+                # reports it instead of inventing an address that might land in bounds
+                v = np.broadcast_to(v, (WARP,))
+                act = ALL if m is None else m
+                bad = act & ((v < win) | (v >= top))
+                if bad.any():
+                    lane = int(np.argmax(bad))
+                    raise self._fault(
+                        w,
+                        lane,
+                        ins,
+                        f"cvta.to.{space} of generic address 0x{int(v[lane]):x}, "
+                        f"which is not a {space} address",
+                    )
+                v = v - win
+            else:
+                v = v + win
             wr(w, v.astype(td), m)
             return (_NEXT, 0)
 
@@ -1200,23 +1219,47 @@ class Interpreter:
         return cvta
 
     # ---- memory
-    def _address(self, op: Addr, ins: Instr):
-        """A function w -> uint64 addresses (space-relative) of an Addr operand."""
+    @staticmethod
+    def _address_mask(space: str) -> np.uint64:
+        """The address width of a state space, as a mask.
+
+        PTX ISA ("Addresses as Operands"): addresses are zero-extended to the state space's width
+        and truncated when the register is wider. ``.shared``, ``.local`` and ``.param`` windows
+        are 32-bit, so ``[reg+imm]`` wraps modulo 2^32 there: NVRTC may strength-reduce
+        ``temp[m - tx + 1][tx + 1]`` into a 32-bit base below zero plus a positive offset.
+        Global, constant and generic addresses are 64-bit (``.address_size 64``).
+        """
+        return np.uint64(0xFFFFFFFF if space in ("shared", "local", "callparam", "param") else (1 << 64) - 1)
+
+    def _address(self, op: Addr, ins: Instr, space: str = "generic"):
+        """A function w -> uint64 addresses (space-relative) of an Addr operand.
+
+        The offset is sign-extended and added modulo the space's address width; a 32-bit
+        register is zero-extended first, a 64-bit one truncated in a 32-bit space."""
+        amask = self._address_mask(space)
         off = np.uint64(op.offset & 0xFFFFFFFFFFFFFFFF)
         if op.base is None:
-            return lambda w: np.full(WARP, off, dtype=np.uint64)
+            const = np.full(WARP, off & amask, dtype=np.uint64)
+            return lambda w: const
         if isinstance(op.base, Sym):
             base = np.uint64(self._symbol_address(op.base.name, ins))
-            const = np.full(WARP, base + off, dtype=np.uint64)
+            const = np.full(WARP, (base + off) & amask, dtype=np.uint64)
             return lambda w: const
         i = self.reg_index.get(op.base.name)
         if i is None:
             raise self._fail(ins, f"undeclared register {op.base.name}")
+        full = amask == np.uint64((1 << 64) - 1)
         if self.reg_dtypes[i] is np.uint64:
-            if op.offset == 0:
+            if op.offset == 0 and full:
                 return lambda w: w.R[i]
-            return lambda w: w.R[i] + off
-        return lambda w: w.R[i].astype(np.uint64) + off
+            if full:
+                return lambda w: w.R[i] + off
+            return lambda w: (w.R[i] + off) & amask
+        if self.reg_dtypes[i] is np.bool_:
+            raise self._fail(ins, f"predicate register {op.base.name} used as an address")
+        if full:
+            return lambda w: w.R[i].astype(np.uint64) + off
+        return lambda w: (w.R[i].astype(np.uint64) + off) & amask
 
     def _space_of(self, ins: Instr, op: Addr) -> str:
         for m in ins.mods:
@@ -1235,11 +1278,31 @@ class Interpreter:
             # decide per access from the window; all lanes of one access must agree on the space
             first = int(a[0]) if len(a) else GLOBAL_BASE
             if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
-                space, a = "shared", a - np.uint64(SHARED_WINDOW)
+                space, win = "shared", SHARED_WINDOW
             elif LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
-                space, a = "local", a - np.uint64(LOCAL_WINDOW)
+                space, win = "local", LOCAL_WINDOW
             else:
-                space = "global"
+                space, win = "global", 0
+            if win:
+                inside = (a >= np.uint64(win)) & (a < np.uint64(win + WINDOW_SIZE))
+            else:
+                inside = ~(
+                    ((a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_SIZE)))
+                    | ((a >= np.uint64(LOCAL_WINDOW)) & (a < np.uint64(LOCAL_WINDOW + WINDOW_SIZE)))
+                )
+            if not inside.all():
+                k = int(np.argmin(inside))
+                lane = int(np.nonzero(lanes)[0][k])
+                raise self._fault(
+                    w,
+                    lane,
+                    ins,
+                    f"generic {'store' if store else 'load'} whose lanes point into different state spaces "
+                    f"(lane {int(np.nonzero(lanes)[0][0])}: {space}, lane {lane}: 0x{int(a[k]):x}) is not "
+                    "supported",
+                )
+            if win:
+                a = a - np.uint64(win)
         if space in ("global", "const"):
             ok = self.gmem.check(a, size)
             mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
@@ -1297,7 +1360,8 @@ class Interpreter:
         size = TYPE_SIZES[t]
         dests = list(d.items) if isinstance(d, Vec) else [d]
         writers = [self._writer(x, t, ins) for x in dests]
-        addr = self._address(a, ins)
+        addr = self._address(a, ins, space)
+        amask = self._address_mask(space)
         dt = iops.DTYPES[t]
         if t == "pred":
             raise self._fail(ins, "ld of .pred")
@@ -1306,7 +1370,7 @@ class Interpreter:
             lanes = ALL if m is None else m
             base = addr(w)
             for k, wr in enumerate(writers):
-                ad = base + np.uint64(k * size) if k else base
+                ad = (base + np.uint64(k * size)) & amask if k else base
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, False)
                 got = mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)]
                 if lanes is ALL:
@@ -1330,14 +1394,15 @@ class Interpreter:
         size = TYPE_SIZES[t]
         srcs = list(s.items) if isinstance(s, Vec) else [s]
         readers = [self._reader(x, t, ins) for x in srcs]
-        addr = self._address(a, ins)
+        addr = self._address(a, ins, space)
+        amask = self._address_mask(space)
         dt = iops.DTYPES[t]
 
         def st(w, m):
             lanes = ALL if m is None else m
             base = addr(w)
             for k, rd in enumerate(readers):
-                ad = base + np.uint64(k * size) if k else base
+                ad = (base + np.uint64(k * size)) & amask if k else base
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, True)
                 v = np.broadcast_to(rd(w), (WARP,)).astype(dt)
                 mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v if lanes is ALL else v[lanes]
@@ -1373,7 +1438,7 @@ class Interpreter:
         rb = self._reader(ops[0], t, ins)
         rc = self._reader(ops[1], t, ins) if len(ops) > 1 else None
         wr = self._writer(d, t, ins) if d is not None else None
-        addr = self._address(a, ins)
+        addr = self._address(a, ins, space)
         dt = iops.DTYPES[t]
         f = _atomic_function(kind, t, ins, self)
 
