@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
     p.add_argument("--json", action="store_true")
     p.add_argument("--arch", default=None, help="PTX target (default: the GPU's own compute capability)")
+    _add_host_parsers(sub)
     return ap
 
 
@@ -378,6 +379,31 @@ def _cmd_hwcheck(args: argparse.Namespace) -> int:
     return hwcheck(args.dir, pattern=args.k, as_json=args.json, arch=args.arch)
 
 
+def _add_host_parsers(sub) -> None:
+    """Advanced mode (``ask``, ``chat``, ``eval``): Qwen writes the CUDA; see qwengpu/host/."""
+    from qwengpu.host.commands import add_parsers
+
+    add_parsers(sub)
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from qwengpu.host.commands import cmd_ask
+
+    return cmd_ask(args)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from qwengpu.host.commands import cmd_chat
+
+    return cmd_chat(args)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from qwengpu.host.commands import cmd_eval
+
+    return cmd_eval(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -390,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
         "check": _cmd_check,
         "machine": _cmd_machine,
         "hwcheck": _cmd_hwcheck,
+        "ask": _cmd_ask,
+        "chat": _cmd_chat,
+        "eval": _cmd_eval,
     }
     try:
         return handlers[args.cmd](args)
