@@ -22,7 +22,7 @@ EPILOG = """examples:
   qwengpu run k.cu --launch spec.json --json # machine-readable result
   qwengpu run k.cu --engine interp --trace   # the reference interpreter, every warp instruction
   qwengpu check kernels --engine interp      # every spec with "expected", pass/fail table
-  qwengpu ptx kernels/saxpy.cu               # print the PTX NVRTC produces
+  qwengpu ptx kernels/saxpy.cu               # print the PTX `run` uses (PTX lines in errors point here)
 """
 
 
@@ -43,9 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"qwengpu {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    p = sub.add_parser("ptx", help="compile CUDA to PTX and print it")
+    p = sub.add_parser(
+        "ptx",
+        help="compile CUDA to PTX and print it (by default exactly the PTX `run` uses, so the PTX "
+        "line numbers in errors point into this listing)",
+    )
     p.add_argument("kernel", help="CUDA source file (.cu)")
     p.add_argument("-o", "--output", help="write the PTX to this file instead of stdout")
+    p.add_argument(
+        "--no-lineinfo", action="store_true", help="leave out the line info (.loc) that `run` compiles with"
+    )
+    p.add_argument("-G", "--debug", action="store_true", help="device debug build (-G: unoptimized, DWARF)")
+    p.add_argument("--fast-math", action="store_true", help="compile with --use_fast_math")
+    p.add_argument(
+        "-X",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="pass one more option to NVRTC/nvcc (repeatable), e.g. -X=-std=c++17",
+    )
     _add_compile_flags(p)
 
     p = sub.add_parser(
@@ -129,11 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_ptx(args: argparse.Namespace) -> int:
-    from qwengpu.cuda import compile_file
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
 
-    ptx = compile_file(args.kernel, arch=args.arch, use_nvcc=args.nvcc)
+    options = [] if args.no_lineinfo else list(COMPILE_OPTIONS)
+    options += ["-G"] * args.debug + ["--use_fast_math"] * args.fast_math + list(args.extra)
+    ptx = compile_file(args.kernel, arch=args.arch, use_nvcc=args.nvcc, options=tuple(options))
     if args.output:
-        Path(args.output).write_text(ptx)
+        out = Path(args.output)
+        tmp = out.with_name(f".{out.name}.tmp")
+        try:
+            tmp.write_text(ptx)
+            tmp.replace(out)  # never a half-written file
+        except OSError as exc:
+            raise QwenGPUError(f"cannot write {out}: {exc.strerror}") from None
     else:
         sys.stdout.write(ptx)
     return 0

@@ -145,3 +145,47 @@ def test_hwcheck_without_gpu_says_so():
     assert p.returncode == 2
     assert "GPU" in p.stderr or "driver" in p.stderr
     _no_traceback(p)
+
+
+OOB_SRC = """__device__ int load(const int* p, int i) { return p[i + 8]; }
+extern "C" __global__ void oob(const int* a, int* out) {
+  int i = threadIdx.x;
+  out[i] = load(a, i) + warpSize;
+}
+"""
+
+
+def test_ptx_lines_in_errors_point_into_the_ptx_listing(tmp_path: Path):
+    """`qwengpu ptx` prints exactly the PTX `run` parses: the PTX line of a fault is that line of the
+    listing, and the message names the CUDA line of the inlined device function and its call site."""
+    (tmp_path / "oob.cu").write_text(OOB_SRC)
+    spec = {
+        "kernel": "oob",
+        "grid": 1,
+        "block": 2,
+        "args": [{"name": "a", "type": "i32*", "data": [1, 2]}, {"name": "out", "type": "i32*", "size": 2}],
+    }
+    (tmp_path / "oob.json").write_text(json.dumps(spec))
+    r = cli("run", "oob.cu", "--engine", "interp", cwd=tmp_path)
+    assert r.returncode == 5 and "Traceback" not in r.stderr
+    assert "out-of-bounds global load" in r.stderr
+    assert "oob.cu:1 (in load, inlined at oob.cu:4)" in r.stderr
+    line = int(r.stderr.split("PTX line ")[1].split(",")[0])
+    listing = cli("ptx", "oob.cu", cwd=tmp_path)
+    assert listing.returncode == 0
+    instruction = r.stderr.split("instruction `")[1].split("`")[0]  # as the error quotes it
+    assert instruction.startswith("ld.global")
+    assert " ".join(listing.stdout.splitlines()[line - 1].split()).rstrip(";") == instruction
+
+
+def test_ptx_flags(tmp_path: Path):
+    (tmp_path / "oob.cu").write_text(OOB_SRC)
+    plain = cli("ptx", "oob.cu", "--no-lineinfo", cwd=tmp_path).stdout
+    default = cli("ptx", "oob.cu", cwd=tmp_path).stdout
+    debug = cli("ptx", "oob.cu", "-G", cwd=tmp_path).stdout
+    assert ".loc" in default and ".loc" not in plain and ", debug" in debug and ".debug_info" in debug
+    fast = cli("ptx", "oob.cu", "--fast-math", "-X=-std=c++17", "-o", "out.ptx", cwd=tmp_path)
+    assert fast.returncode == 0 and (tmp_path / "out.ptx").read_text().startswith("//")
+    bad = cli("ptx", "oob.cu", "-X=--no-such-option", cwd=tmp_path)
+    assert bad.returncode == 2 and "unrecognized option --no-such-option" in bad.stderr
+    assert "Traceback" not in bad.stderr
