@@ -41,11 +41,17 @@ from qwengpu.ptx.ir import (
     demangle_identifier,
 )
 
+# Every special register of the PTX ISA (chapter "Special Registers"): parsed as Special, so that
+# one the interpreter does not model is refused by name instead of read as an undeclared register.
 SPECIAL_BASES = {
     "tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "clock", "clock64",
     "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi", "warpsize", "dynamic_smem_size",
-    "total_smem_size", "aggr_smem_size",
+    "total_smem_size", "aggr_smem_size", "is_explicit_cluster", "clusterid", "nclusterid",
+    "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank", "current_graph_exec",
+    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
+    "reserved_smem_offset_0", "reserved_smem_offset_1",
+    *(f"pm{k}" for k in range(8)), *(f"pm{k}_64" for k in range(8)),
 }  # fmt: skip
 STATE_SPACES = {"global", "shared", "local", "const", "param", "tex"}
 # PTX ISA "Predefined identifiers" that are constants: resolved to immediates by the parser.

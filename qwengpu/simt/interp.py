@@ -227,6 +227,7 @@ class Interpreter:
             self.shared_off_all[v.name] = dyn_off
         self.shared_size = dyn_off + dynamic_shared if self.dynamic_shared_syms else self.static_shared
         self.shared_size = max(self.shared_size, self.static_shared + dynamic_shared)
+        self.dynamic_shared = dynamic_shared
         self.global_addr: dict[str, int] = {}
         for v in self.module.globals:
             if v.space in ("global", "const"):
@@ -294,11 +295,19 @@ class Interpreter:
         axes = {"x": 0, "y": 1, "z": 2}
         for name in self.used_specials:
             base, _, axis = name.partition(".")
+            if base in COUNTER_SPECIALS:
+                continue  # read live (the warp-instruction count)
             if base == "tid":
                 v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[axis]
-            elif base in ("ntid", "ctaid", "nctaid"):
-                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid}[base]
+            elif base in ("ntid", "ctaid", "nctaid", "clusterid", "nclusterid"):
+                # no cluster launch: every CTA is its own 1x1x1 cluster (PTX ISA: the implicit cluster)
+                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid, "clusterid": ctaid,
+                       "nclusterid": self.grid}[base]  # fmt: skip
                 v = np.full(WARP, src[axes[axis]])
+            elif base in ("cluster_ctaid", "cluster_ctarank", "is_explicit_cluster", "current_graph_exec"):
+                v = np.zeros(WARP)  # rank 0 of an implicit cluster; not launched from a CUDA graph
+            elif base in ("cluster_nctaid", "cluster_nctarank"):
+                v = np.ones(WARP)
             elif base == "laneid":
                 v = LANES
             elif base == "warpid":
@@ -318,11 +327,11 @@ class Interpreter:
             elif base == "nsmid":
                 v = np.ones(WARP)
             elif base == "dynamic_smem_size":
-                v = np.full(WARP, self.shared_size - self.static_shared)
-            elif base in ("total_smem_size", "aggr_smem_size"):
-                v = np.full(WARP, self.shared_size)
-            else:  # smid, gridid: a single SM, a single grid
+                v = np.full(WARP, self.dynamic_shared)  # the launch's dynamic shared bytes
+            elif base in ("smid", "gridid"):  # a single SM, a single grid
                 v = np.zeros(WARP)
+            else:  # pragma: no cover - _check_special refuses everything else before a launch
+                raise PTXError(f"special register %{name} is not supported")
             w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
     def _reconverge(self, w: Warp) -> None:
@@ -459,10 +468,14 @@ class Interpreter:
             return lambda w: val
         if isinstance(op, Special):
             name = op.name
-            if name in ("clock", "clock64", "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
-                return lambda w: np.full(WARP, self.stats.warp_instructions, dtype=np.uint64).astype(td)
-            if name.startswith("envreg"):
-                return lambda w: np.zeros(WARP, dtype=td)
+            if name in COUNTER_SPECIALS:
+                # no real clock exists here: a monotone count (warp instructions issued so far); the
+                # _hi halves are 0 (the count stays below 2^32), the 64-bit forms the whole count
+                hi = name.endswith("_hi")
+                return lambda w: np.full(
+                    WARP, 0 if hi else self.stats.warp_instructions, dtype=np.uint64
+                ).astype(td)
+            _check_special(name, ins)
             return lambda w: w.special[name].astype(td) if w.special[name].dtype != td else w.special[name]
         if isinstance(op, Sym):
             addr = self._symbol_address(op.name, ins)
@@ -1762,6 +1775,31 @@ def _atomic_function(kind: str, t: str, ins: Instr, interp: Interpreter):
 
 
 SUPPORTED_OPS = {name[4:] for name in dir(Interpreter) if name.startswith("_op_")}
+# special registers (PTX ISA "Special Registers") the interpreter gives values; the rest are refused
+COUNTER_SPECIALS = {"clock", "clock64", "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"}
+SUPPORTED_SPECIALS = COUNTER_SPECIALS | {
+    "tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid",
+    "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "warpsize",
+    "dynamic_smem_size", "is_explicit_cluster", "clusterid",
+    "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
+    "current_graph_exec",
+}  # fmt: skip
+_UNSUPPORTED_SPECIAL_WHY = {
+    "pm": "a performance-monitoring counter",
+    "envreg": "a driver-defined environment register",
+    "reserved_smem": "shared memory reserved by the driver",
+    "total_smem": "the hardware's shared-memory allocation is not modelled",
+    "aggr_smem": "it includes shared memory reserved by the driver",
+}
+
+
+def _check_special(name: str, ins: Instr) -> None:
+    """Refuse, by name, a special register whose value the hardware model cannot give."""
+    base, _, axis = name.partition(".")
+    if base in SUPPORTED_SPECIALS:
+        return
+    why = next((v for k, v in _UNSUPPORTED_SPECIAL_WHY.items() if base.startswith(k)), "not modelled")
+    raise PTXError(f"{ins.where()}: special register %{name} is not supported ({why}): `{ins.text}`")
 
 
 def _check_supported(ins: Instr) -> None:
@@ -1769,3 +1807,6 @@ def _check_supported(ins: Instr) -> None:
         return
     if ins.op not in SUPPORTED_OPS:
         raise PTXError(f"{ins.where()}: unsupported PTX instruction `{ins.form}`: `{ins.text}`")
+    for op in ins.operands:
+        if isinstance(op, Special):
+            _check_special(op.name, ins)
