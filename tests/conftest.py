@@ -25,6 +25,18 @@ def run_cuda(tmp_path):
     return _run
 
 
+def _home_cache_has_current_machine() -> bool:
+    """True when ``~/.cache/qwengpu`` already holds the machine of the current compiler version
+    (a developer machine): the tests then only load it, instead of building a private copy (a
+    minute of CPU and several GB per session). CI starts without one and builds in a temp dir."""
+    try:
+        from qwengpu.model.machine_checkpoint import cache_root, compiler_version
+
+        return (cache_root() / compiler_version() / "config.json").is_file()
+    except Exception:  # noqa: BLE001 - no torch/transformers: no cache to reuse
+        return False
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _machine_cache(tmp_path_factory):
     """Keep the compiled machine's on-disk cache (several GB) inside this test session, never in
@@ -33,6 +45,9 @@ def _machine_cache(tmp_path_factory):
     import shutil
 
     if os.environ.get("QWENGPU_CACHE"):
+        yield
+        return
+    if _home_cache_has_current_machine():  # a developer's cache already holds this version: read it
         yield
         return
     path = tmp_path_factory.mktemp("qwengpu-cache")

@@ -253,6 +253,7 @@ class Norm:
     eps: np.float32
     n: np.float32
     _r: dict = field(default_factory=dict, repr=False)  # sum of squares -> factor (deterministic)
+    memo: bool = True  # False (``shortcuts=False``): recompute the factor on every call
 
     @classmethod
     def of(cls, module: torch.nn.Module, cols: np.ndarray, hidden: int) -> Norm:
@@ -265,10 +266,10 @@ class Norm:
 
     def factor_of(self, ss: np.float32) -> np.float32:
         """The factor from the sum of squares ``np.dot(x, x)``."""
-        r = self._r.get(ss)
+        r = self._r.get(ss) if self.memo else None
         if r is None:
             r = ONE / np.sqrt(ss / self.n + self.eps)
-            if len(self._r) < 4096:
+            if self.memo and len(self._r) < 4096:
                 self._r[ss] = r
         return r
 
@@ -834,7 +835,7 @@ class Head:
     def argmax_normed(self, h: np.ndarray) -> int:
         """The stock argmax from the final norm's output ``h`` on the head's columns."""
         key = h.tobytes()
-        hit = self.cache.get(key)
+        hit = self.cache.get(key) if self.shortcuts else None
         if hit is None:
             hit = self._table(h) if self.table is not None else None
             if hit is None:
@@ -934,9 +935,18 @@ class FastModel:
         if getattr(model.lm_head, "bias", None) is not None:
             raise UnsupportedModel("lm_head bias")
         full = Norm.of(tm.norm, np.arange(hidden), hidden)
-        return cls(blocks, base, np.ascontiguousarray(emb[:, ecols]), ecols,
+        fast = cls(blocks, base, np.ascontiguousarray(emb[:, ecols]), ecols,
                    Head(Norm.of(tm.norm, hcols, hidden), np.ascontiguousarray(head[:, hcols]), shortcuts),
                    hidden, full)
+        if not shortcuts:  # the general path everywhere: no norm-factor memo either
+            for norm in fast.norms():
+                norm.memo = False
+        return fast
+
+    def norms(self) -> list[Norm]:
+        """Every RMSNorm the runtime evaluates (mixers, MLPs, the head's and the full final norm)."""
+        out = [d.norm for d in self.mixers] + [m.norm for m in self.mlps]
+        return out + [self.head.final, self.final_full]
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> FastModel:
@@ -1052,18 +1062,27 @@ class FastModel:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def weights_version(model: torch.nn.Module) -> tuple:
+    """A cheap fingerprint of ``model``'s weights as they are now: every parameter's storage and
+    its in-place version counter (``Tensor._version`` counts in-place writes, ``param.data = ...``
+    changes the storage), so a weight edited after a run is seen without hashing gigabytes."""
+    return tuple((p.data_ptr(), p._version) for p in model.parameters())
+
+
 def run_trace_fast(model: torch.nn.Module, prompt: Sequence[int], max_tokens: int,
                    stop: int | None = None, fresh: bool = False, on_token=None) -> list[int]:
     """Drop-in for ``qwengpu.runtime.engine.generate(model, prompt, max_tokens)``: the same greedy
     trace (first token after the prompt .. HALT inclusive, at most ``max_tokens``), from a
-    :class:`FastModel` gathered once per model object (``fresh=True`` re-gathers, e.g. after the
-    weights were edited in place)."""
+    :class:`FastModel` gathered once per model object and weights version (:func:`weights_version`:
+    a weight edited in place after a run is gathered again; ``fresh=True`` always re-gathers)."""
     if stop is None:
         from qwengpu.machine import protocol as P
 
         stop = P.ctl(P.HALT)
-    fast = None if fresh else _CACHE.get(model)
+    version = weights_version(model)
+    hit = None if fresh else _CACHE.get(model)
+    fast = hit[1] if hit is not None and hit[0] == version else None
     if fast is None:
         fast = FastModel.from_model(model)
-        _CACHE[model] = fast
+        _CACHE[model] = (version, fast)
     return fast.generate(prompt, max_tokens, stop=stop, on_token=on_token)

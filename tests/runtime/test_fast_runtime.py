@@ -377,18 +377,18 @@ def launches(machine):
     gathers once per model object and caches); memos cleared first, so each run is cold."""
     from qwengpu.machine import protocol as P
     from qwengpu.runtime.engine import prepare
-    from qwengpu.runtime.fast import _CACHE
+    from qwengpu.runtime.fast import _CACHE, weights_version
 
     if machine not in _CACHE:
-        _CACHE[machine] = FastModel.from_model(machine)
-    fast = _CACHE[machine]
+        _CACHE[machine] = (weights_version(machine), FastModel.from_model(machine))
+    fast = _CACHE[machine][1]
     out = {}
     for name in MACHINE_KERNELS:
         prompt = prepare(KERNELS / f"{name}.cu")[2]
         fast.clear_memos()
         before = fast.stats()
         trace = run_trace_fast(machine, prompt, 20000)
-        assert _CACHE[machine] is fast
+        assert _CACHE[machine][1] is fast
         after = fast.stats()
         st = {k: after[k] - before[k] for k in after if k.startswith(("deltanet_", "mlp_memo", "head_"))}
         assert trace[-1] == P.ctl(P.HALT)
@@ -411,7 +411,7 @@ def test_machine_trace_equals_stock_argmax(machine, launches, name):
     assert st["deltanet_plan_hits"] > 0 and st["deltanet_read_hits"] > 0 and st["mlp_memo_hits"] > 0
     from qwengpu.runtime.fast import _CACHE
 
-    fast = _CACHE[machine]
+    fast = _CACHE[machine][1]
     assert any(d.qk.smap is not None for d in fast.mixers) and any(m.sel is not None for m in fast.mlps)
 
 
@@ -444,6 +444,18 @@ def test_machine_general_paths_give_the_same_traces(machine, launches):
         assert general.generate(prompt, 20000, stop=P.ctl(P.HALT)) == trace, name
     st = general.stats()
     assert st["deltanet_onehot_steps"] == 0 and st["head_table"] == 0 and st["mlp_memo_hits"] == 0
+    assert all(not n.memo and not n._r for n in general.norms())  # no norm-factor memo either
+    assert not general.head.cache  # and no head cache
+
+
+def test_edited_weight_is_seen_by_the_integration_hook(machine, launches, flipped_weight):
+    """``run_trace_fast`` (the path ``qwengpu run`` takes) keys its gathered runtime by the weights'
+    version: a weight flipped in place after a run changes the trace (the negative control through
+    the cached path), and restoring it gives the original trace again."""
+    prompt, trace, _ = launches["vadd"]
+    with flipped_weight(machine):
+        assert run_trace_fast(machine, prompt, len(trace)) != trace
+    assert run_trace_fast(machine, prompt, 20000) == trace
 
 
 def test_machine_hidden_states_bit_identical(machine, launches):
@@ -451,7 +463,7 @@ def test_machine_hidden_states_bit_identical(machine, launches):
 
     prompt = launches["vadd"][0]
     ids = prompt[:6]
-    fast = _CACHE.get(machine) or FastModel.from_model(machine)
+    fast = _CACHE[machine][1] if machine in _CACHE else FastModel.from_model(machine)
     fast.reset()
     assert_bits_equal(stock_layer_states(machine, ids), fast.layer_states(ids))
 
