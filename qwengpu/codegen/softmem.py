@@ -325,6 +325,11 @@ def _map_address(s: Seq, ins: MInstr, plan: MemPlan) -> tuple[R | Imm, dict]:
     m = {"space": "global", "amode": ins.mod("amode"), "base": GLOBAL_BASE, "off": 0}
     if space == "shared":
         m.update(base=GLOBAL_BASE + 4 * plan.shared_base + ins.mod("base"), off=ins.mod("off"))
+        if m["amode"] == "z" and c:
+            # a 32-bit shared address wraps: [a + c] is (a + c) mod 2^32 (PTX). Read as s32, a gives
+            # the same address for every in-bounds access (|c| < 2^31 - 4096; the region is far
+            # below 2^31), where the zero-extension would leave the window for a base below zero
+            m["amode"] = "s"
         if chk:
             m["chk"] = chk
         return a, m
@@ -342,6 +347,8 @@ def _map_address(s: Seq, ins: MInstr, plan: MemPlan) -> tuple[R | Imm, dict]:
     if size == 4 and chk not in (1, 2) and c % 4 == 0:  # an aligned word: (a + c) * NT
         x = s.op("shl", a, Imm(sh)) if sh else a
         m["off"] = 4 * plan.local_base + c * nt
+        if c:  # (a + c) * NT wraps modulo 2^32 like the 32-bit local address (as for shared above)
+            m["amode"] = "s"
     else:
         o = s.op("add", a, Imm(c)) if c else a
         hi = s.op("and", o, Imm(~3 & M32))

@@ -40,6 +40,8 @@ ALL.flags.writeable = False
 _NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER, _RET = 0, 1, 2, 3, 4, 5  # _RET: jump, entries set per lane
 U32 = np.uint32
 M32 = 0xFFFFFFFF
+#: state spaces whose addresses are 32 bits wide (computed modulo 2^32)
+ADDR32_SPACES = ("shared", "local", "callparam", "param")
 
 
 @dataclass
@@ -916,12 +918,16 @@ class MachineSim:
         a = self._src(ins.s[0])
         base = np.uint64(ins.mod("base") & 0xFFFFFFFFFFFFFFFF)
         off = ins.mod("off")
+        # PTX ISA, "Addresses as Operands": .shared/.local/.param addresses are 32 bits wide, so
+        # [reg+imm] wraps modulo 2^32 there (NVRTC forms a shared base below zero plus a positive
+        # offset); global and generic addresses are 64-bit (the interpreter's _address_mask)
+        amask = np.uint64(M32 if ins.mod("space") in ADDR32_SPACES else (1 << 64) - 1)
         if ins.mod("amode") == "z":
             k = np.uint64((ins.mod("base") + off) & 0xFFFFFFFFFFFFFFFF)
 
             def zaddr(w: Warp):
                 v = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,)).astype(np.uint64) + k
-                return v, None
+                return v & amask, None
 
             return zaddr
         k = np.uint64(off & 0xFFFFFFFFFFFFFFFF)
@@ -929,7 +935,7 @@ class MachineSim:
         def saddr(w: Warp):
             x = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
             v = x.view(np.int32).astype(np.int64).astype(np.uint64) + base + k
-            return v, x == U32(POISON)
+            return v & amask, x == U32(POISON)
 
         return saddr
 
