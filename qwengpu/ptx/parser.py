@@ -376,6 +376,11 @@ def _parse_init(text: str, vtype: str, count: int) -> bytes:
     fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}[TYPE_SIZES[vtype]]
     out = bytearray()
     for v in vals:
+        if v.startswith("generic(") or _IDENT_RE.match(v) and not isinstance(parse_operand(v), Imm):
+            raise ValueError(
+                f"an initializer holding the address of {v!r} (a function pointer or a pointer to a "
+                "variable) is not supported"
+            )
         op = parse_operand(v)
         if not isinstance(op, Imm):
             raise ValueError(f"unsupported initializer {v!r}")
@@ -502,6 +507,7 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
     depth = 0
     pending: Function | None = None
     declared: dict[str, Function] = {}  # declarations and .extern prototypes (no body)
+    scopes: list[dict[str, str]] = []  # per open block: declared name -> its unique name
     loc: SourceLoc | None = None
     prev = ""
 
@@ -535,13 +541,16 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                         )
                     cur, pending = pending, None
                     depth = 1
+                    scopes = [{}]
                 else:
                     depth += 1
+                    scopes.append({})
                 continue
             if st.kind == "close":
                 if cur is None:
                     raise err("unexpected '}' at module level (no block is open)", st.line)
                 depth -= 1
+                scopes.pop()
                 if depth == 0:
                     functions[cur.name] = cur
                     cur = None
@@ -600,9 +609,12 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                 continue
             # function body
             if t.startswith(".reg"):
-                _parse_reg_decl(cur, t)
+                for name, rtype in _parse_reg_decl(t):
+                    cur.regs[_scoped(cur, scopes, name)] = rtype
             elif re.match(r"^\.(local|shared|param|const|global)\b", t):
-                cur.vars.extend(_parse_var(t, st.line))
+                for v in _parse_var(t, st.line):
+                    v.name = _scoped(cur, scopes, v.name)
+                    cur.vars.append(v)
             elif t.startswith(".pragma"):
                 pass
             elif t.startswith(".callprototype"):
@@ -610,7 +622,10 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
             elif t.startswith("."):
                 raise err(f"unsupported directive {t.split()[0]} in `{t[:80]}`", st.line)
             else:
-                cur.body.append(_parse_instr(t, st.line, loc, files))
+                ins = _parse_instr(t, st.line, loc, files)
+                if len(scopes) > 1 and any(scopes[1:]):
+                    _apply_scopes(ins, scopes)
+                cur.body.append(ins)
         except PTXError:
             raise
         except (ValueError, KeyError, IndexError) as exc:
@@ -628,7 +643,52 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
     return Module(version, target, address_size, functions, globals_, files, externs)
 
 
-def _parse_reg_decl(fn: Function, t: str) -> None:
+def _scoped(fn: Function, scopes: list[dict[str, str]], name: str) -> str:
+    """The unique name of a declaration in the innermost open block.
+
+    PTX scopes declarations by block: NVRTC's ``{ // callseq }`` blocks (``-G`` especially)
+    declare ``param0`` again and again, with different types. A name already declared in the
+    function gets a fresh suffix, and the block's instructions are renamed to match."""
+    taken = name in fn.regs or any(v.name == name for v in fn.vars) or any(p.name == name for p in fn.params)
+    new = name
+    if taken and len(scopes) > 1:
+        k = 1
+        while new in fn.regs or any(v.name == new for v in fn.vars):
+            new = f"{name}__b{k}"
+            k += 1
+    scopes[-1][name] = new
+    return new
+
+
+def _apply_scopes(ins: Instr, scopes: list[dict[str, str]]) -> None:
+    """Rename an instruction's registers and symbols to the declarations its block sees."""
+    names: dict[str, str] = {}
+    for sc in scopes:  # outer first, inner wins
+        names.update(sc)
+
+    def ren(op: Operand) -> Operand:
+        if isinstance(op, Reg):
+            return Reg(names.get(op.name, op.name))
+        if isinstance(op, Sym):
+            return Sym(names.get(op.name, op.name))
+        if isinstance(op, Addr) and op.base is not None:
+            return Addr(ren(op.base), op.offset)  # type: ignore[arg-type]
+        if isinstance(op, Vec):
+            return Vec(tuple(ren(o) for o in op.items))
+        if isinstance(op, Neg):
+            return Neg(ren(op.inner))  # type: ignore[arg-type]
+        if isinstance(op, Pair):
+            return Pair(ren(op.first), ren(op.second))
+        return op
+
+    ins.operands = tuple(ren(o) for o in ins.operands)
+    if ins.guard is not None:
+        ins.guard = Reg(names.get(ins.guard.name, ins.guard.name))
+
+
+def _parse_reg_decl(t: str) -> list[tuple[str, str]]:
+    """``.reg .b32 %r<4>, %x;`` -> [(name, type), ...]."""
+    out: list[tuple[str, str]] = []
     words = t.split(None, 2)
     rtype = words[1].lstrip(".")
     vec = 1
@@ -642,10 +702,10 @@ def _parse_reg_decl(fn: Function, t: str) -> None:
     for part in _split_top(rest):
         m = re.fullmatch(r"(%?[\w$]+)<(\d+)>", part)
         if m:
-            for k in range(int(m.group(2))):
-                fn.regs[f"{m.group(1)}{k}"] = rtype
+            out += [(f"{m.group(1)}{k}", rtype) for k in range(int(m.group(2)))]
         else:
-            fn.regs[part] = rtype
+            out.append((part, rtype))
+    return out
 
 
 def _parse_instr(t: str, line: int, loc: SourceLoc | None, files: dict[int, str]) -> Instr:
