@@ -3,10 +3,10 @@
  * License: PolyBench/GPU (PolyBench-ACC LICENSE, Copyright (C) 2013-2016 University of Delaware; BSD-style)
  * Changes:
  *   - extern "C" added; host code and #include lines (polybench.h, gesummv.cuh) removed
- *   - N 4096 -> 10; _PB_N -> N (POLYBENCH_LOOP_BOUND's default); DATA_TYPE float
+ *   - N 4096 -> 8; _PB_N -> N (POLYBENCH_LOOP_BOUND's default); DATA_TYPE float
  *   - launch: 1 block of 16 threads (was 256); alpha 43532 and beta 12313 as the original's init()
  */
-#define N 10
+#define N 8
 #define _PB_N N
 #define DATA_TYPE float
 

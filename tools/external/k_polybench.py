@@ -78,7 +78,7 @@ def polybench_bicg1() -> Launch:
 @kernel
 def polybench_gesummv() -> Launch:
     r = Rng(3003)
-    n = 10
+    n = 8
     alpha, beta = np.float32(43532), np.float32(12313)
     a = r.floats(n * n, -1, 1)
     b = r.floats(n * n, -1, 1)
@@ -107,7 +107,7 @@ def polybench_gesummv() -> Launch:
         ],
         ["tmp", "y"],
         {"tmp": tmp, "y": y},
-        description="y = alpha A x + beta B x (n = 10), fma chains and one fma/mul combination",
+        description="y = alpha A x + beta B x (n = 8), fma chains and one fma/mul combination",
     )
 
 
@@ -180,7 +180,7 @@ def _gemm_like(c0, beta, alpha, terms) -> np.float32:
 @kernel
 def polybench_gemm() -> Launch:
     r = Rng(3006)
-    ni, nj, nk = 6, 10, 4
+    ni, nj, nk = 4, 10, 4
     alpha, beta = np.float32(32412), np.float32(2123)
     a = r.floats(ni * nk, -1, 1)
     b = r.floats(nk * nj, -1, 1)
@@ -206,7 +206,7 @@ def polybench_gemm() -> Launch:
         ],
         ["c"],
         {"c": c},
-        description="C = alpha A B + beta C (6 x 10 x 4), 2-D grid of 8 x 8 blocks",
+        description="C = alpha A B + beta C (4 x 10 x 4), 2-D grid of 8 x 8 blocks",
     )
 
 
@@ -291,7 +291,7 @@ def polybench_jacobi2d() -> Launch:
 @kernel
 def polybench_conv2d() -> Launch:
     r = Rng(3010)
-    ni, nj = 8, 12
+    ni, nj = 6, 8
     a = r.floats(ni * nj, -10, 10)
     c = {
         k: double_literal_to_f32(v)
@@ -331,11 +331,11 @@ def polybench_conv2d() -> Launch:
     return Launch(
         "convolution2D_kernel",
         [2, 1, 1],
-        [8, 8, 1],
+        [4, 8, 1],
         [val("ni", "i32", ni), val("nj", "i32", nj), buf("A", "f32", a), buf("B", "f32", [-9.0] * (ni * nj))],
         ["B"],
         {"B": b},
-        description="3 x 3 convolution of an 8 x 12 grid (9 coefficients), 2-D grid",
+        description="3 x 3 convolution of a 6 x 8 grid (9 coefficients), 2-D grid",
     )
 
 

@@ -379,11 +379,11 @@ def transpose_diagonal() -> Launch:
 @kernel
 def matrix_mul() -> Launch:
     r = Rng(1013)
-    n = 8
-    a = r.floats(n * n, -2, 2)
+    h, n = 4, 8  # C (h x n) = A (h x n) * B (n x n)
+    a = r.floats(h * n, -2, 2)
     b = r.floats(n * n, -2, 2)
     c = []
-    for row in range(n):
+    for row in range(h):
         for col in range(n):
             acc = np.float32(0.0)
             for k in range(n):  # Csub += As[ty][k] * Bs[k][tx]: one fma per k (PTX fma.rn.f32)
@@ -391,10 +391,10 @@ def matrix_mul() -> Launch:
             c.append(acc)
     return Launch(
         "MatrixMulCUDA_4",
-        [2, 2, 1],
+        [2, 1, 1],
         [4, 4, 1],
         [
-            buf("C", "f32", [0] * (n * n)),
+            buf("C", "f32", [0] * (h * n)),
             buf("A", "f32", a),
             buf("B", "f32", b),
             val("wA", "i32", n),
@@ -402,7 +402,7 @@ def matrix_mul() -> Launch:
         ],
         ["C"],
         {"C": c},
-        description="tiled 8 x 8 matrix product (BLOCK_SIZE 4): each element an fma chain over k",
+        description="tiled (4 x 8)(8 x 8) matrix product (BLOCK_SIZE 4): each element an fma chain over k",
     )
 
 
