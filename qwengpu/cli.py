@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--arch", default=None, help="PTX target (default: the GPU's own compute capability)")
     _add_host_parsers(sub)
+    from qwengpu.model.kl import add_parser as _add_kl_parser  # qwengpu kl (qwengpu/model/kl.py)
+
+    _add_kl_parser(sub)
     return ap
 
 
@@ -429,6 +432,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return cmd_eval(args)
 
 
+def _cmd_kl(args: argparse.Namespace) -> int:
+    from qwengpu.model.kl import cmd_kl
+
+    return cmd_kl(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -444,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         "ask": _cmd_ask,
         "chat": _cmd_chat,
         "eval": _cmd_eval,
+        "kl": _cmd_kl,
     }
     try:
         return handlers[args.cmd](args)

@@ -180,7 +180,9 @@ In the beginning the weights were random, and the logits were not flat. Good mor
 
 
 def _seed_for(seed: int, name: str) -> int:
-    """A per-tensor seed: the same tensor gets the same values whatever the shard order."""
+    """A per-tensor seed: the same tensor gets the same values whatever the shard order, and both
+    layouts get the same text weights for one seed (``model.language_model.X`` seeds as ``model.X``)."""
+    name = name.replace("model.language_model.", "model.", 1)
     return (zlib.crc32(name.encode()) ^ (seed * 0x9E3779B1)) & 0x7FFFFFFF
 
 
