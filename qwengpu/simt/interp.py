@@ -95,6 +95,7 @@ class Warp:
         "warp_id",
         "done",
         "nlanes",
+        "red",
     )
 
     def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
@@ -115,6 +116,7 @@ class Warp:
         self.cc = np.zeros(WARP, dtype=np.uint64)
         self.done = self.nlanes == 0
         self.special: dict[str, np.ndarray] = {}
+        self.red: list[tuple] = []  # bar.red contributions waiting for the barrier's release
         self.lbase = self.thread.astype(np.uint64) * np.uint64(block.local_size)
 
 
@@ -279,11 +281,33 @@ class Interpreter:
             if all(w.waiting[w.live].all() for w in pending):
                 # every live thread of the block arrived: release the barrier
                 self.stats.barriers += 1
+                self._reduce_at_barrier(warps)
                 for w in warps:
                     w.waiting[:] = False
                     self._reconverge(w)
             elif not progressed:
                 raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
+
+    def _reduce_at_barrier(self, warps: list[Warp]) -> None:
+        """``bar.red``: every arrived thread's predicate, reduced over the block, to each of them."""
+        entries = [e for w in warps for e in w.red]
+        if not entries:
+            return
+        kinds = {e[0] for e in entries}
+        if len(kinds) > 1:
+            raise ExecutionError(
+                f"threads of one block met at barriers that reduce differently: {sorted(kinds)}"
+            )
+        kind = kinds.pop()
+        preds = np.concatenate([p[act] for _, _, act, p in entries])
+        if kind == "popc":
+            val = np.full(WARP, int(np.count_nonzero(preds)), dtype=np.uint32)
+        else:
+            val = np.full(WARP, bool(preds.all()) if kind == "and" else bool(preds.any()))
+        for w in warps:
+            for _, wr, act, _ in w.red:
+                wr(w, val, None if act is ALL or act.all() else act)
+            w.red = []
 
     def _specials(self, w: Warp, ctaid: tuple[int, int, int], nthreads: int, wid: int) -> None:
         """Special-register values of a warp (only those the kernel reads)."""
@@ -600,8 +624,17 @@ class Interpreter:
         if "arrive" in ins.mods:
             return lambda w, m: (_NEXT, 0)
 
+        red = next((k for k in ("popc", "and", "or") if "red" in ins.mods and k in ins.mods), None)
+        if "red" in ins.mods and red is None:
+            raise self._fail(ins, "unsupported barrier reduction")
+        if red is not None:  # bar.red.popc.u32 d, a{, b}, {!}c / bar.red.{and,or}.pred p, a{, b}, {!}c
+            rp = self._reader(ins.operands[-1], "pred", ins)
+            wr = self._writer(ins.operands[0], "u32" if red == "popc" else "pred", ins)
+
         def bar(w, m):
             act = ALL if m is None else m
+            if red is not None:  # the result is written when the barrier releases (_release)
+                w.red.append((red, wr, act.copy(), np.broadcast_to(rp(w), (WARP,)) & act))
             if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
                 w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
@@ -1539,6 +1572,221 @@ class Interpreter:
             return (_NEXT, 0)
 
         return vote
+
+    def _op_match(self, ins: Instr, pc: int):
+        """``match.any.sync.b32 d, a, mask`` / ``match.all.sync.b32 d{|p}, a, mask`` over the active lanes."""
+        mode = next((m for m in ins.mods if m in ("any", "all")), None)
+        if mode is None:
+            raise self._fail(ins, "match needs .any or .all")
+        t = _type_of(ins)
+        d, a, b = ins.operands[:3]
+        dp = None
+        if isinstance(d, Pair):
+            d, dp = d.first, d.second
+        ra, rb = self._reader(a, t, ins), self._reader(b, "u32", ins)
+        wr = self._writer(d, "b32", ins)
+        wp = self._writer(dp, "pred", ins) if dp is not None else None
+        weights = np.uint64(1) << LANES.astype(np.uint64)
+
+        def match(w, m):
+            act = ALL if m is None else m
+            members = act & (
+                (np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1 != 0
+            )
+            v = np.broadcast_to(ra(w), (WARP,))
+            same = (v[:, None] == v[None, :]) & members[None, :]  # same[i, j]: lane j matches lane i
+            if mode == "any":
+                out = (same.astype(np.uint64) * weights[None, :]).sum(axis=1).astype(np.uint32)
+                wr(w, out, m)
+                return (_NEXT, 0)
+            vals = v[members]
+            uni = bool(len(vals) == 0 or (vals == vals[0]).all())
+            mask = np.uint32(int((weights * members).sum())) if uni else np.uint32(0)
+            wr(w, np.full(WARP, mask, dtype=np.uint32), m)
+            if wp is not None:
+                wp(w, np.full(WARP, uni), m)
+            return (_NEXT, 0)
+
+        return match
+
+    def _op_isspacep(self, ins: Instr, pc: int):
+        """``isspacep.space p, a``: does the generic address ``a`` lie in that state space's window?"""
+        space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+        if space is None:
+            raise self._fail(ins, "isspacep needs a state space")
+        if space == "param":
+            raise self._fail(
+                ins, "isspacep.param is not supported (kernel parameters have no generic window here)"
+            )
+        d, a = ins.operands
+        ra = self._reader(a, "u64", ins)
+        wr = self._writer(d, "pred", ins)
+
+        def isspacep(w, m):
+            v = np.broadcast_to(ra(w), (WARP,))
+            sh = (v >= np.uint64(SHARED_WINDOW)) & (v < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+            lo = (v >= np.uint64(LOCAL_WINDOW)) & (v < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+            const = np.zeros(WARP, dtype=bool)
+            for buf in self.gmem.buffers:
+                if buf.readonly:
+                    const |= (v >= np.uint64(buf.start)) & (v < np.uint64(buf.start + buf.size))
+            r = {"shared": sh, "local": lo, "const": const, "global": ~(sh | lo | const)}[space]
+            wr(w, r, m)
+            return (_NEXT, 0)
+
+        return isspacep
+
+    def _op_sad(self, ins: Instr, pc: int):
+        """``sad.type d, a, b, c``: d = c + |a - b| (the difference taken exactly, the sum wrapping)."""
+        t = _type_of(ins)
+        ut = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}[TYPE_SIZES[t]]
+        udt = iops.DTYPES[ut]
+
+        def sad(a, b, c):
+            a, b = np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,))
+            ua, ub = a.astype(udt), b.astype(udt)  # same bits; unsigned subtraction wraps exactly
+            diff = np.where(a < b, ub - ua, ua - ub)
+            return (diff + np.broadcast_to(c, (WARP,)).astype(udt)).astype(iops.DTYPES[t])
+
+        return self._simple(ins, t, sad, 3)
+
+    def _op_redux(self, ins: Instr, pc: int):
+        """``redux.sync.op.type d, a, membermask``: one reduction over the active member lanes (sm_80)."""
+        kind = next((m for m in ins.mods if m in ("add", "min", "max", "and", "or", "xor")), None)
+        t = _type_of(ins)
+        if kind is None or t not in ("u32", "s32", "b32"):
+            raise self._fail(ins, "unsupported redux form")
+        d, a, b = ins.operands[:3]
+        ra, rb = self._reader(a, t, ins), self._reader(b, "u32", ins)
+        wr = self._writer(d, t, ins)
+        dt = iops.DTYPES[t]
+
+        def redux(w, m):
+            act = ALL if m is None else m
+            members = act & (
+                ((np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
+            )
+            v = np.broadcast_to(ra(w), (WARP,))[members].astype(np.int64)
+            if kind == "add":
+                r = int(v.sum()) & 0xFFFFFFFF
+            elif kind in ("min", "max"):
+                r = (int(v.min()) if kind == "min" else int(v.max())) & 0xFFFFFFFF
+            else:
+                r = 0 if kind != "and" else 0xFFFFFFFF
+                for x in v.tolist():
+                    r = (r & x) if kind == "and" else (r | x) if kind == "or" else (r ^ x)
+                r &= 0xFFFFFFFF
+            wr(w, np.full(WARP, np.uint32(r)).view(dt) if dt != np.uint32 else np.full(WARP, np.uint32(r)), m)
+            return (_NEXT, 0)
+
+        return redux
+
+    def _op_dp4a(self, ins: Instr, pc: int):
+        return self._dot_bytes(ins, 4)
+
+    def _op_dp2a(self, ins: Instr, pc: int):
+        return self._dot_bytes(ins, 2)
+
+    def _dot_bytes(self, ins: Instr, n: int):
+        """``dp4a.atype.btype d, a, b, c`` (four byte products) and ``dp2a.{lo,hi}`` (two halfword x byte
+        products): exact integer dot products plus c, wrapping to 32 bits."""
+        types = [m for m in ins.mods if m in ("u32", "s32")]
+        if len(types) != 2:
+            raise self._fail(ins, f"dp{n}a needs two operand types")
+        sa, sb = (x == "s32" for x in types)
+        hi = "hi" in ins.mods
+        d, a, b, c = ins.operands
+        ra, rb, rc = (self._reader(x, "u32", ins) for x in (a, b, c))
+        wr = self._writer(d, "u32", ins)
+
+        def field(v: np.ndarray, k: int, bits: int, signed: bool) -> np.ndarray:
+            x = (v.astype(np.int64) >> (k * bits)) & ((1 << bits) - 1)
+            return np.where(x >= (1 << (bits - 1)), x - (1 << bits), x) if signed else x
+
+        def dot(w, m):
+            av, bv = np.broadcast_to(ra(w), (WARP,)), np.broadcast_to(rb(w), (WARP,))
+            acc = np.broadcast_to(rc(w), (WARP,)).astype(np.int64)  # c is read as s32 when either is signed
+            if sa or sb:
+                acc = np.where(acc >= 1 << 31, acc - (1 << 32), acc)
+            if n == 4:
+                for k in range(4):
+                    acc = acc + field(av, k, 8, sa) * field(bv, k, 8, sb)
+            else:
+                for k in range(2):
+                    acc = acc + field(av, k, 16, sa) * field(bv, k + 2 * hi, 8, sb)
+            wr(w, (acc & 0xFFFFFFFF).astype(np.uint32), m)
+            return (_NEXT, 0)
+
+        return dot
+
+    def _op_fns(self, ins: Instr, pc: int):
+        """``fns.b32 d, mask, base, offset``: the position of the n-th set bit from ``base`` (the PTX ISA's
+        loop; 0xffffffff when there is none)."""
+        d, a, b, c = ins.operands
+        ra, rb, rc = self._reader(a, "u32", ins), self._reader(b, "u32", ins), self._reader(c, "s32", ins)
+        wr = self._writer(d, "u32", ins)
+
+        def fns_one(mask: int, base: int, off: int) -> int:
+            if off == 0:
+                return base if base < 32 and (mask >> base) & 1 else 0xFFFFFFFF
+            step = 1 if off > 0 else -1
+            need = abs(off)
+            pos = base
+            while 0 <= pos < 32:
+                if (mask >> pos) & 1:
+                    need -= 1
+                    if need == 0:
+                        return pos
+                pos += step
+            return 0xFFFFFFFF
+
+        def fns(w, m):
+            av, bv, cv = (np.broadcast_to(r(w), (WARP,)).tolist() for r in (ra, rb, rc))
+            wr(
+                w,
+                np.array([fns_one(x, y, z) for x, y, z in zip(av, bv, cv, strict=True)], dtype=np.uint32),
+                m,
+            )
+            return (_NEXT, 0)
+
+        return fns
+
+    def _op_elect(self, ins: Instr, pc: int):
+        """``elect.sync d|p, membermask``: the lowest active member lane is the leader (sm_90)."""
+        d, b = ins.operands[:2]
+        dp = None
+        if isinstance(d, Pair):
+            d, dp = d.first, d.second
+        rb = self._reader(b, "u32", ins)
+        wr = self._writer(d, "u32", ins)
+        wp = self._writer(dp, "pred", ins) if dp is not None else None
+
+        def elect(w, m):
+            act = ALL if m is None else m
+            members = act & (
+                ((np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
+            )
+            leader = int(np.argmax(members)) if members.any() else 0
+            wr(w, np.full(WARP, leader, dtype=np.uint32), m)
+            if wp is not None:
+                wp(w, LANES == leader, m)
+            return (_NEXT, 0)
+
+        return elect
+
+    # a single launch: no grid depends on this one, and it depends on none (programmatic dependent launch)
+    _op_griddepcontrol = _nop
+
+    def _op_trap(self, ins: Instr, pc: int):
+        def trap(w, m):
+            lane = 0 if m is None else int(np.argmax(m))
+            raise self._fault(
+                w, lane, ins, "the kernel executed `trap` (__trap(), or a failed device assert)"
+            )
+
+        return trap
+
+    _op_brkpt = _op_trap
 
     def _op_activemask(self, ins: Instr, pc: int):
         wr = self._writer(ins.operands[0], "b32", ins)
