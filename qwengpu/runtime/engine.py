@@ -657,6 +657,7 @@ def run_machine(
     trace=None,
     check_bounds: bool = True,
     interpret=None,
+    generate_fn=None,
 ) -> ModelRun:
     """Launch a kernel on the machine in the weights; outputs come from the model's DUMP tokens.
 
@@ -668,11 +669,15 @@ def run_machine(
 
     ``runtime="stock"`` runs the stock ``transformers`` forward token by token; ``"fast"`` runs the
     same weights through :mod:`qwengpu.runtime.fast`, which tests prove token-for-token identical.
+
+    ``generate_fn(prompt, max_tokens, on_token) -> trace`` replaces the model loop (the mounted
+    model, :mod:`qwengpu.runtime.mounted`: its tokens mapped back to the machine's); ``model`` and
+    ``runtime`` are then not used for the loop.
     """
     from qwengpu.spec import compare, read_outputs
 
     spec, prog, prompt, gmem, (lo, hi) = prepare(cu_path, spec_path, shape)
-    if model is None:
+    if model is None and generate_fn is None:
         _, model = machine_model(config, shape)
     if runtime not in ("fast", "stock"):
         raise ValueError(f"unknown runtime {runtime!r} (fast or stock)")
@@ -695,7 +700,9 @@ def run_machine(
             progress(n[0])
 
     try:
-        if runtime == "fast":
+        if generate_fn is not None:
+            tokens = generate_fn(prompt, max_tokens, seen)
+        elif runtime == "fast":
             from qwengpu.runtime import run_trace_fast
 
             tokens = run_trace_fast(model, prompt, max_tokens, on_token=seen)
@@ -704,6 +711,7 @@ def run_machine(
     except OutOfBounds as oob:
         return _out_of_bounds(oob, cu_path, spec_path, interpret, config=config, shape=shape,
                               max_tokens=max_tokens, model=model, runtime=runtime, progress=progress,
+                              generate_fn=generate_fn,
                               trace=trace)
     trace = tokens
     seconds = time.perf_counter() - t0
