@@ -61,6 +61,35 @@ def nvrtc_version() -> tuple[int, int]:
     return major.value, minor.value
 
 
+def supported_archs() -> list[int]:
+    """The compute capabilities (75, 80, ...) the loaded NVRTC can target."""
+    lib = _load()
+    n = ctypes.c_int()
+    if lib.nvrtcGetNumSupportedArchs(ctypes.byref(n)) != 0:
+        return []
+    arr = (ctypes.c_int * n.value)()
+    lib.nvrtcGetSupportedArchs(arr)
+    return list(arr)
+
+
+def cuda_include_dirs() -> list[str]:
+    """CUDA toolkit headers for NVRTC, which has no search path of its own: ``cuda_fp16.h``,
+    ``cooperative_groups.h`` (and the CCCL headers it needs) from ``$CUDA_HOME``/``$CUDA_PATH``,
+    else the newest ``/usr/local/cuda*``. Empty when no toolkit headers are installed."""
+    roots = [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    roots += ["/usr/local/cuda"]
+    versioned = glob.glob("/usr/local/cuda-*")
+    roots += sorted(versioned, key=lambda p: [int(x) for x in re.findall(r"\d+", p)], reverse=True)
+    for root in roots:
+        inc = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(inc, "cuda_fp16.h")):
+            dirs = [inc]
+            if os.path.isdir(os.path.join(inc, "cccl")):
+                dirs.append(os.path.join(inc, "cccl"))
+            return dirs
+    return []
+
+
 def _check(lib: ctypes.CDLL, status: int, what: str) -> None:
     if status != 0:
         raise CompileError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(status).decode()}")
@@ -136,8 +165,18 @@ def compile_cuda(
         opts = [f"-arch={arch}", *options]
         tool = "nvcc"
     else:
-        opts = [f"--gpu-architecture={arch}", *options]
         major, minor = nvrtc_version()
+        num = int(re.findall(r"\d+", arch)[0])
+        archs = supported_archs()
+        if archs and num not in archs:
+            raise CompileError(
+                f"NVRTC {major}.{minor} cannot compile for {arch}: it targets "
+                f"{', '.join(f'compute_{a}' for a in archs)} (older GPUs need an older CUDA; "
+                "`--nvcc` uses the nvcc on PATH)"
+            )
+        opts = [f"--gpu-architecture={arch}", *options]
+        if "#include" in source and not any(o.startswith(("-I", "--include-path")) for o in options):
+            opts += [f"--include-path={d}" for d in cuda_include_dirs()]  # NVRTC searches nowhere itself
         tool = f"nvrtc-{major}.{minor}"
     # the file name is part of the PTX (``.file``, hence every CUDA line an error names): key on it too
     key = hashlib.sha256("\0".join([tool, filename, source, *opts]).encode()).hexdigest()
