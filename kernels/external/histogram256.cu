@@ -8,8 +8,8 @@
  *     written here; "typedef unsigned int uint" too)
  *   - HISTOGRAM256_BIN_COUNT 256 -> 64 and WARP_COUNT 6 -> 2 (2 warps x 64 bins = 128 words of shared
  *     memory); every input byte is below 64, so addByte's s_WarpHist + data stays inside a warp's bins
- *   - launch: 2 blocks of 64 threads (HISTOGRAM256_THREADBLOCK_SIZE = WARP_COUNT * WARP_SIZE) over 100 words
- *     (400 bytes; was 240 blocks over 64 MB): the grid-stride loop's one pass is partial; one 64-bin
+ *   - launch: 2 blocks of 64 threads (HISTOGRAM256_THREADBLOCK_SIZE = WARP_COUNT * WARP_SIZE) over 80 words
+ *     (320 bytes; was 240 blocks over 64 MB): the grid-stride loop's one pass is partial; one 64-bin
  *     partial histogram per block
  */
 typedef unsigned int uint;

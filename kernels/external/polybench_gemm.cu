@@ -3,13 +3,13 @@
  * License: PolyBench/GPU (PolyBench-ACC LICENSE, Copyright (C) 2013-2016 University of Delaware; BSD-style)
  * Changes:
  *   - extern "C" added; host code and #include lines (polybench.h, gemm.cuh) removed
- *   - NI 512 -> 4, NJ 512 -> 10, NK 512 -> 4; _PB_* -> the compile-time sizes (POLYBENCH_LOOP_BOUND's
+ *   - NI 512 -> 4, NJ 512 -> 6, NK 512 -> 4; _PB_* -> the compile-time sizes (POLYBENCH_LOOP_BOUND's
  *     default); DATA_TYPE float
  *   - launch: 2-D grid (2, 1) of 2-D blocks (8, 8) (was DIM_THREAD_BLOCK 32 x 8): threads outside
  *     (i < NI) && (j < NJ) do nothing; alpha 32412 and beta 2123 as the original's init()
  */
 #define NI 4
-#define NJ 10
+#define NJ 6
 #define NK 4
 #define _PB_NI NI
 #define _PB_NJ NJ

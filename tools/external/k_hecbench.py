@@ -439,7 +439,7 @@ def fnv1a64_hash() -> Launch:
 
 @kernel
 def mandelbrot() -> Launch:
-    rows, cols, max_it = 4, 6, 10
+    rows, cols, max_it = 4, 5, 8
     four = np.float32(4.0)
     out = []
     for i in range(rows):
@@ -469,7 +469,7 @@ def mandelbrot() -> Launch:
         ],
         ["b"],
         {"b": out},
-        description="Mandelbrot escape counts of a 4 x 6 image (10 iterations), 2-D grid",
+        description="Mandelbrot escape counts of a 4 x 5 image (8 iterations), 2-D grid",
     )
 
 

@@ -180,7 +180,7 @@ def _gemm_like(c0, beta, alpha, terms) -> np.float32:
 @kernel
 def polybench_gemm() -> Launch:
     r = Rng(3006)
-    ni, nj, nk = 4, 10, 4
+    ni, nj, nk = 4, 6, 4
     alpha, beta = np.float32(32412), np.float32(2123)
     a = r.floats(ni * nk, -1, 1)
     b = r.floats(nk * nj, -1, 1)
@@ -206,14 +206,14 @@ def polybench_gemm() -> Launch:
         ],
         ["c"],
         {"c": c},
-        description="C = alpha A B + beta C (4 x 10 x 4), 2-D grid of 8 x 8 blocks",
+        description="C = alpha A B + beta C (4 x 6 x 4), 2-D grid of 8 x 8 blocks",
     )
 
 
 @kernel
 def polybench_syrk() -> Launch:
     r = Rng(3007)
-    ni, nj = 6, 5
+    ni, nj = 5, 4
     alpha, beta = np.float32(32412), np.float32(2123)
     a = r.floats(ni * nj, -1, 1)
     c0 = r.floats(ni * ni, -1, 1)
@@ -236,7 +236,7 @@ def polybench_syrk() -> Launch:
         ],
         ["c"],
         {"c": c},
-        description="C = alpha A A^T + beta C (6 x 5), 2-D grid of 8 x 4 blocks",
+        description="C = alpha A A^T + beta C (5 x 4), 2-D grid of 8 x 4 blocks",
     )
 
 
@@ -291,7 +291,7 @@ def polybench_jacobi2d() -> Launch:
 @kernel
 def polybench_conv2d() -> Launch:
     r = Rng(3010)
-    ni, nj = 6, 8
+    ni, nj = 6, 6
     a = r.floats(ni * nj, -10, 10)
     c = {
         k: double_literal_to_f32(v)
@@ -335,7 +335,7 @@ def polybench_conv2d() -> Launch:
         [val("ni", "i32", ni), val("nj", "i32", nj), buf("A", "f32", a), buf("B", "f32", [-9.0] * (ni * nj))],
         ["B"],
         {"B": b},
-        description="3 x 3 convolution of a 6 x 8 grid (9 coefficients), 2-D grid",
+        description="3 x 3 convolution of a 6 x 6 grid (9 coefficients), 2-D grid",
     )
 
 

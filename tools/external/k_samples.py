@@ -658,7 +658,7 @@ def quasirandom_generator() -> Launch:
 @kernel
 def histogram256() -> Launch:
     r = Rng(1019)
-    bins, blocks, bs, n = 64, 2, 64, 100
+    bins, blocks, bs, n = 64, 2, 64, 80
     words = [sum(r.int(0, bins - 1) << (8 * k) for k in range(4)) for _ in range(n)]
     words[0] = 0x3F3F3F3F  # four hits of the last bin
     partial = []
