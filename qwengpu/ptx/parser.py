@@ -625,6 +625,7 @@ def parse_ptx(text: str, *, source_name: str = "<ptx>") -> Module:
                 ins = _parse_instr(t, st.line, loc, files)
                 if len(scopes) > 1 and any(scopes[1:]):
                     _apply_scopes(ins, scopes)
+                _bare_registers(ins, cur.regs)
                 cur.body.append(ins)
         except PTXError:
             raise
@@ -684,6 +685,25 @@ def _apply_scopes(ins: Instr, scopes: list[dict[str, str]]) -> None:
     ins.operands = tuple(ren(o) for o in ins.operands)
     if ins.guard is not None:
         ins.guard = Reg(names.get(ins.guard.name, ins.guard.name))
+
+
+def _bare_registers(ins: Instr, regs: dict[str, str]) -> None:
+    """Registers need no ``%`` (inline asm writes ``.reg .pred p; setp.eq.u32 p, ...``): a bare
+    identifier that names a declared register is that register, not a symbol."""
+
+    def fix(op: Operand) -> Operand:
+        if isinstance(op, Sym) and op.name in regs:
+            return Reg(op.name)
+        if isinstance(op, Addr) and isinstance(op.base, Sym) and op.base.name in regs:
+            return Addr(Reg(op.base.name), op.offset)
+        if isinstance(op, Vec):
+            return Vec(tuple(fix(o) for o in op.items))
+        if isinstance(op, Pair):
+            return Pair(fix(op.first), fix(op.second))
+        return op
+
+    if any(isinstance(o, Sym | Addr | Vec | Pair) for o in ins.operands):
+        ins.operands = tuple(fix(o) for o in ins.operands)
 
 
 def _parse_reg_decl(t: str) -> list[tuple[str, str]]:
