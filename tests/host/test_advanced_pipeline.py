@@ -1,0 +1,188 @@
+"""Advanced mode end to end with teacher-forced replies: every reply below is fed through the
+synthetic chat model's forward (after the prompt its own chat template renders, tools included),
+and every kernel really runs inside the machine model: the outputs come from its argmax tokens.
+
+Expected values come from the question's meaning (2 + 40 = 42, 1+2+3+4 = 10), never from our
+interpreter. Each kernel is a handful of warp instructions.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from kernels import ADD, add_spec, json_call, xml_call
+from qwengpu.host.launcher import RunnerLauncher
+from qwengpu.host.repliers import ForcedReplier, render_prompt
+from qwengpu.host.session import NO_RETRIES_LEFT, Session
+from qwengpu.host.view import ConsoleView
+
+LOOP = (
+    'extern "C" __global__ void add(int a, int b, int *out) '
+    "{ while (out[0] == 0) { b = b + 1; } out[0] = b; }"
+)
+# sums a[0..n) with a product by mistake: exact execution of the wrong program
+WRONG = 'extern "C" __global__ void sum4(const int *a, int *out) { out[0] = a[0] * a[1] * a[2] * a[3]; }'
+WRONG_SPEC = json.dumps(
+    {
+        "kernel": "sum4",
+        "grid": 1,
+        "block": 1,
+        "args": [
+            {"name": "a", "type": "i32*", "data": [1, 2, 3, 4]},
+            {"name": "out", "type": "i32*", "data": [0]},
+        ],
+        "outputs": ["out"],
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def launcher():
+    """The launch runs inside the model (the standalone machine model until the mount lands)."""
+    return RunnerLauncher(engine="machine", max_steps=2_000)
+
+
+def _session(chat_model, launcher, replies, retries=2):
+    model, tok = chat_model
+    out = io.StringIO()
+    view = ConsoleView(Console(file=out, width=120, force_terminal=False, color_system=None))
+    sess = Session(ForcedReplier(model, tok, replies), launcher, retries=retries, events=view)
+    return sess, out
+
+
+def test_success_reads_the_result_from_the_models_tokens(chat_model, launcher):
+    sess, out = _session(chat_model, launcher, [xml_call(ADD, add_spec(2, 40)), "2 + 40 = 42.\nAnswer: 42"])
+    turn = sess.ask("What is 2 + 40?")
+    assert turn.status == "computed" and turn.first_try and len(turn.attempts) == 1
+    o = turn.attempts[0].outcome
+    assert o.outputs == {"out": [42]}
+    assert o.engine == "machine" and o.stats["tokens"] > 0 and o.stats["warp_instructions"] > 0
+    assert turn.quoted and turn.answer.endswith("Answer: 42")
+    # every reply went through the model's forward after the real prompt
+    assert all(r["mode"] == "teacher-forced" and r["prompt_tokens"] > 500 for r in turn.replies)
+    # the tool result the model read is in the conversation, in the template's tool format
+    prompt = render_prompt(chat_model[1], sess.messages, sess.tools)
+    assert "<tool_response>\nThe kernel ran exactly. Outputs:\nout = [42]\n</tool_response>" in prompt
+    assert "<function=run_cuda>" in prompt and '"name": "run_cuda"' in prompt  # the call and the tool
+    text = out.getvalue()
+    assert "GPU result: out = [42]" in text and "[computed]" in text and "extern" in text
+
+
+def test_compile_error_goes_back_and_the_fix_runs(chat_model, launcher):
+    bad = xml_call(ADD.replace("a + b", "a + c"), add_spec(5, 6))
+    sess, out = _session(chat_model, launcher, [bad, xml_call(ADD, add_spec(5, 6)), "Answer: 11"])
+    turn = sess.ask("What is 5 + 6?")
+    first, second = turn.attempts
+    assert first.outcome.kind == "compile_error" and 'identifier "c" is undefined' in first.outcome.message
+    assert "kernel.cu(1): error" in sess.messages[3]["content"]  # NVRTC's file(line) log went back
+    assert second.outcome.outputs == {"out": [11]}
+    assert turn.status == "computed" and not turn.first_try
+    assert "compile error" in out.getvalue()
+
+
+def test_bad_launch_spec_goes_back(chat_model, launcher):
+    wrong_names = add_spec(1, 2).replace('"b"', '"bee"')
+    replies = [
+        xml_call(ADD, wrong_names),
+        xml_call(ADD, "{not json"),
+        xml_call(ADD, add_spec(1, 2)),
+        "Answer: 3",
+    ]
+    sess, _ = _session(chat_model, launcher, replies)
+    turn = sess.ask("What is 1 + 2?")
+    kinds = [a.outcome.kind for a in turn.attempts]
+    assert kinds == ["bad_launch_spec", "bad_launch_spec", "ok"]
+    assert "named 'b' in the source" in turn.attempts[0].outcome.message
+    assert "not valid JSON" in turn.attempts[1].outcome.message
+    assert turn.computed.outputs == {"out": [3]}
+
+
+def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(chat_model, launcher):
+    big = xml_call(ADD, add_spec(1, 2, block=128))
+    sess, out = _session(chat_model, launcher, [big, "I could not run it.\nAnswer: 3"], retries=0)
+    turn = sess.ask("What is 1 + 2?")
+    (att,) = turn.attempts
+    assert att.outcome.kind == "machine_limit" and "64 threads" in att.outcome.message
+    assert NO_RETRIES_LEFT in sess.messages[-2]["content"]
+    assert turn.status == "failed" and turn.computed is None
+    assert "not backed by a computation" in out.getvalue()
+
+
+def test_runaway_kernel_hits_the_step_limit(chat_model, launcher):
+    sess, _ = _session(chat_model, launcher, [xml_call(LOOP, add_spec(1, 2)), "Answer: unknown"], retries=0)
+    small = RunnerLauncher(engine="machine", max_steps=10)
+    sess.launcher = small
+    turn = sess.ask("Count up forever?")
+    o = turn.attempts[0].outcome
+    assert o.kind == "step_limit" and "without halting" in o.message
+    assert turn.status == "failed"
+
+
+def test_wrong_program_shows_the_computed_value(chat_model, launcher):
+    from qwengpu.host.evaluate import score
+
+    replies = [xml_call(WRONG, WRONG_SPEC), "The sum of 1, 2, 3 and 4 is 24.\nAnswer: 24"]
+    sess, out = _session(chat_model, launcher, replies)
+    turn = sess.ask("What is 1 + 2 + 3 + 4?")
+    assert turn.status == "computed" and turn.computed.outputs == {"out": [24]}  # 1*2*3*4, exactly
+    q = {"id": "s", "type": "int", "answer": [1 + 2 + 3 + 4], "question": turn.question}
+    assert not score(q, turn.answer)[0]  # right execution, wrong program: scored as wrong
+    text = out.getvalue()
+    assert (
+        "GPU result: out = [24]" in text
+        and "whether the program computes what was asked is not checked" in text
+    )
+
+
+def test_answer_that_hides_the_result_is_flagged(chat_model, launcher):
+    replies = [xml_call(WRONG, WRONG_SPEC), "The sum is ten.\nAnswer: 10"]
+    sess, out = _session(chat_model, launcher, replies)
+    turn = sess.ask("What is 1 + 2 + 3 + 4?")
+    assert turn.quoted is False and turn.as_json()["computed"] == {"out": [24]}
+    assert (
+        "does not quote the kernel's result" in out.getvalue() and "GPU result: out = [24]" in out.getvalue()
+    )
+
+
+def test_no_code_at_all(chat_model, launcher):
+    sess, out = _session(chat_model, launcher, ["It is 42, I think.\nAnswer: 42"])
+    turn = sess.ask("What is 2 + 40?")
+    assert turn.status == "no_kernel" and turn.attempts == [] and turn.computed is None
+    assert "nothing was computed" in out.getvalue() and "GPU result" not in out.getvalue()
+
+
+def test_reply_cut_off_mid_call_is_sent_back(chat_model, launcher):
+    full = xml_call(ADD, add_spec(20, 22))
+    cut = full[: full.index("<parameter=launch>") + 30]
+    sess, _ = _session(chat_model, launcher, [cut, json_call(ADD, add_spec(20, 22)), "Answer: 42"])
+    turn = sess.ask("What is 20 + 22?")
+    first, second = turn.attempts
+    assert first.outcome.kind == "bad_call" and "cut off" in first.outcome.message
+    assert second.style == "json" and second.outcome.outputs == {"out": [42]}
+    assert turn.status == "computed"
+
+
+def test_damaged_machine_weight_breaks_the_launch(chat_model, launcher):
+    """Negative control: the result really comes from the compiled weights. Negating the output-head
+    row of the HALT token (a compiled weight) means the model never writes HALT: no result."""
+    import torch
+
+    from qwengpu.machine import protocol as P
+    from qwengpu.runtime.engine import machine_model
+
+    w = machine_model()[1].get_output_embeddings().weight
+    h = P.ctl(P.HALT)
+    old = w[h].clone()
+    try:
+        with torch.no_grad():
+            w[h] = -old
+        o = RunnerLauncher(engine="machine", max_steps=20).launch(ADD, add_spec(2, 40))
+    finally:
+        with torch.no_grad():
+            w[h] = old
+    assert not o.ok and o.kind == "step_limit" and o.outputs == {}
+    assert launcher.launch(ADD, add_spec(2, 40)).outputs == {"out": [42]}

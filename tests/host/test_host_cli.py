@@ -1,0 +1,142 @@
+"""``qwengpu ask`` / ``chat`` / ``eval`` from the command line: the JSON output, a scripted eval run
+end to end on the synthetic model, and bad input (a message and a non-zero exit, no traceback)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernels import ADD, add_spec, xml_call
+from qwengpu.cli import main
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_ask_json_with_teacher_forced_replies(tmp_path, chat_model_dir, capsys):
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps([xml_call(ADD, add_spec(3, 4)), "3 + 4 = 7.\nAnswer: 7"]))
+    code, out, _ = _run(
+        [
+            "ask",
+            "What is 3 + 4?",
+            "--model",
+            str(chat_model_dir),
+            "--engine",
+            "machine",
+            "--replies",
+            str(replies),
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    d = json.loads(out)
+    assert d["status"] == "computed" and d["computed"] == {"out": [7]} and d["engine"] == "machine"
+    (a,) = d["attempts"]
+    assert a["source"] == ADD and a["ok"] and a["stats"]["tokens"] > 0
+    assert all(r["mode"] == "teacher-forced" for r in d["replies"])
+
+
+def test_ask_view_on_the_interpreter_is_labelled_a_dry_run(tmp_path, capsys):
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps({"gpu": [xml_call(ADD, add_spec(3, 4)), "Answer: 7"]}))
+    code, out, _ = _run(["ask", "What is 3 + 4?", "--engine", "interp", "--replies", str(replies)], capsys)
+    assert code == 0 and "DRY RUN" in out and "GPU result: out = [7]" in out
+
+
+def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
+    qs = [
+        {"id": "add", "category": "int", "question": "What is 3 + 4?", "type": "int", "answer": [7]},
+        {
+            "id": "sum4",
+            "category": "reduction",
+            "question": "What is 1 + 2 + 3 + 4?",
+            "type": "int",
+            "answer": [10],
+        },
+        {"id": "fix", "category": "int", "question": "What is 20 + 22?", "type": "int", "answer": [42]},
+    ]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    wrong = 'extern "C" __global__ void add(int a, int b, int *out) { out[0] = a * b; }'
+    replies = {
+        "add": {"gpu": [xml_call(ADD, add_spec(3, 4)), "Answer: 7"], "no-gpu": ["Answer: 7"]},
+        "sum4": {"gpu": [xml_call(wrong, add_spec(3, 7)), "Answer: 21"], "no-gpu": ["Answer: 11"]},
+        "fix": {
+            "gpu": [
+                xml_call(ADD.replace("a + b", "a + c"), add_spec(20, 22)),
+                xml_call(ADD, add_spec(20, 22)),
+                "Answer: 42",
+            ],
+            "no-gpu": ["Answer: 41"],
+        },
+    }
+    rf = tmp_path / "replies.json"
+    rf.write_text(json.dumps(replies))
+    out_file = tmp_path / "res.json"
+    code, out, _ = _run(
+        [
+            "eval",
+            str(tmp_path),
+            "--model",
+            str(chat_model_dir),
+            "--engine",
+            "machine",
+            "--replies",
+            str(rf),
+            "--json",
+            "--out",
+            str(out_file),
+        ],
+        capsys,
+    )
+    assert code == 0
+    s = json.loads(out)["summary"]
+    g, n = s["gpu"], s["no-gpu"]
+    assert (g["n"], g["first_try_correct"], g["correct"], g["ran_but_wrong"]) == (3, 1, 2, 1)
+    assert n["correct"] == 1 and s["gpu_minus_no_gpu_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
+    assert json.loads(out_file.read_text())["summary"] == s
+
+
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["ask", "   ", "--engine", "interp", "--replies", "x.json"], "the question is empty"),
+        (["ask", "hi", "--engine", "interp"], "needs --model"),
+        (["ask", "hi"], "pass --model DIR"),
+        (["ask", "hi", "--engine", "interp", "--replies", "/nonexistent.json"], "cannot read the replies"),
+        (["ask", "hi", "--model", "/nonexistent", "--engine", "interp"], "not a model folder"),
+        (["ask", "hi", "--engine", "interp", "--retries", "-1", "--replies", "x"], "--retries"),
+        (["eval", "/nonexistent", "--replies", "x"], "no questions.jsonl"),
+        (["eval", "bench/advanced", "--engine", "interp"], "eval needs --model"),
+        (["eval", "bench/advanced", "--modes", "gpu,cpu", "--replies", "x"], "--modes takes"),
+    ],
+)
+def test_bad_input_is_a_message_and_a_nonzero_exit(argv, msg, capsys):
+    code, out, err = _run(argv, capsys)
+    assert code != 0 and msg in err, err
+
+
+def test_help_explains_the_commands(capsys):
+    for cmd in ("ask", "chat", "eval"):
+        with pytest.raises(SystemExit) as e:
+            main([cmd, "--help"])
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "--model" in out and "--engine" in out and "--retries" in out
+
+
+def test_chat_keeps_history_and_handles_commands(tmp_path, monkeypatch, capsys):
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps([xml_call(ADD, add_spec(3, 4)), "Answer: 7", "Answer: 7"]))
+    lines = iter(["/help", "What is 3 + 4?", "/trace", "/retry", "/bogus", "/quit"])
+    monkeypatch.setattr("rich.console.Console.input", lambda self, prompt="": next(lines))
+    code, out, _ = _run(["chat", "--engine", "interp", "--replies", str(replies)], capsys)
+    assert code == 0
+    assert "/retry" in out and "GPU result: out = [7]" in out and "ld.param" in out  # help, answer, trace
+    assert "unknown command /bogus" in out
