@@ -536,3 +536,44 @@ def idivide_check() -> Launch:
         {"results": [0, 0, 0, 0]},
         description="magic-number division by -7 checked against '/' for 0..31 and their negatives",
     )
+
+
+def kiss_u64_stream(seed: int, count: int) -> list[int]:
+    """KISS, 64-bit variant (LCG, xorshift 13/17/43, carry add), seeded by MurmurHash3's 64-bit finalizer."""
+    w = seed if seed else 4294967295
+    for _ in range(8):
+        x = _fmix64(w)
+        y = _fmix64(x)
+        z = _fmix64(y)
+        w = _fmix64(z)
+    out = []
+    for _ in range(count):
+        x = (6906969069 * x + 1234567) & M64
+        y ^= (y << 13) & M64
+        y ^= y >> 17
+        y ^= (y << 43) & M64
+        t = ((z << 58) + w) & M64
+        w = z >> 6
+        z = (z + t) & M64
+        w = (w + (1 if z < t else 0)) & M64
+        out.append((x + y + z) & M64)
+    return out
+
+
+@kernel
+def kiss_rng_u64() -> Launch:
+    n, threads, seed = 10, 4, 42
+    out = [0] * n
+    for tid in range(threads):
+        idx = list(range(tid, n, threads))
+        for k, v in zip(idx, kiss_u64_stream(_murmur32(u32(seed + tid)), len(idx)), strict=True):
+            out[k] = v
+    return Launch(
+        "kiss_u64",
+        1,
+        [threads, 1, 1],
+        [buf("out", "u64", [0] * n), val("n", "u64", n), val("seed", "u32", seed)],
+        ["out"],
+        {"out": out},
+        description="64-bit KISS random numbers (64-bit murmur seeding, xorshift 13/17/43, carry add)",
+    )

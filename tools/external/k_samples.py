@@ -10,7 +10,7 @@ from corpus import f32 as F
 from corpus.ints import Rng, s32, u32
 from corpus.spec import Launch, Registry, buf, val
 
-from .common import f64_add, shfl_down
+from .common import decimal_f32, f64_add, shfl_down
 
 kernel = Registry()
 
@@ -684,4 +684,54 @@ def histogram256() -> Launch:
         ["d_PartialHistograms"],
         {"d_PartialHistograms": partial},
         description="per-warp shared-memory byte histograms (atomicAdd), merged per block (64 bins)",
+    )
+
+
+@kernel
+def nbody_integrate() -> Launch:
+    r = Rng(1020)
+    n, bs = 8, 4
+    pos = []
+    for _ in range(n):
+        pos += r.floats(3, -2, 2) + r.floats(1, 0.5, 1.5)  # x, y, z, mass
+    vel = []
+    for _ in range(n):
+        vel += r.floats(3, -0.5, 0.5) + [np.float32(0.0)]
+    dt, damping = decimal_f32("0.016"), decimal_f32("0.995")
+    soft = F.mul(decimal_f32("0.00125"), decimal_f32("0.00125"))  # folded by the compiler in float
+    new_pos, new_vel = list(pos), list(vel)
+    for i in range(n):
+        bi = pos[4 * i : 4 * i + 4]
+        acc = [np.float32(0.0)] * 3
+        for j in range(n):  # tiles of 4 bodies in order, counter 0..3 inside each: j = 0..7
+            bj = pos[4 * j : 4 * j + 4]
+            rv = [F.sub(bj[k], bi[k]) for k in range(3)]
+            # PTX: mul (r.y^2), fma (r.x^2 + ..), fma (r.z^2 + ..), add softening, sqrt.rn, rcp.rn
+            dist = F.fma(rv[2], rv[2], F.fma(rv[0], rv[0], F.mul(rv[1], rv[1])))
+            inv = F.div(np.float32(1.0), F.sqrt(F.add(soft, dist)))
+            cube = F.mul(inv, F.mul(inv, inv))
+            s = F.mul(bj[3], cube)
+            acc = [F.fma(rv[k], s, acc[k]) for k in range(3)]
+        for k in range(3):
+            v = F.mul(F.fma(acc[k], dt, vel[4 * i + k]), damping)
+            new_vel[4 * i + k] = v
+            new_pos[4 * i + k] = F.fma(v, dt, pos[4 * i + k])
+    return Launch(
+        "integrateBodies_float",
+        n // bs,
+        [bs, 1, 1],
+        [
+            buf("newPos", "f32", [0] * (4 * n)),
+            buf("oldPos", "f32", pos),
+            buf("vel", "f32", vel),
+            val("deviceOffset", "u32", 0),
+            val("deviceNumBodies", "u32", n),
+            val("deltaTime", "f32", dt),
+            val("damping", "f32", damping),
+            val("numTiles", "i32", n // bs),
+        ],
+        ["newPos", "vel"],
+        {"newPos": new_pos, "vel": new_vel},
+        shared_bytes=16 * bs,
+        description="one all-pairs n-body step of 8 bodies (softened gravity, tiles through shared memory)",
     )
