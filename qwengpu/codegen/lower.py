@@ -635,6 +635,108 @@ class Lowerer:
         self.emit("plop", (p,), (a, b), bop=bop)
         return p
 
+    # ---- f64 machine ops on register pairs (lo, hi)
+    def dpair(self, a: object, ins: Instr) -> tuple[R | Imm, R | Imm]:
+        """An f64 operand as a (lo, hi) pair of registers or immediates."""
+        return self.as_pair(self.read64(a, "f64", ins), ins)
+
+    def dop(self, op: str, *pairs: tuple, **m: object) -> tuple[R, R]:
+        """(lo, hi) of the pair-valued machine op ``op`` over the source pairs."""
+        lo, hi = self.tmp(), self.tmp()
+        self.emit(op, (lo, hi), tuple(x for pr in pairs for x in pr), **m)
+        return lo, hi
+
+    def _dop(self, ins: Instr, d: object, op: str, *pairs: tuple, **m: object) -> None:
+        lo, hi = self.dop(op, *pairs, **m)
+        self.write64(d, V64("pair", lo, hi), ins)
+
+    def _dbin(self, ins: Instr, op: str, negate_b: bool = False) -> None:
+        """add/sub/mul/div.rnd.f64 as one pair op (sub: a + (-b), exact in IEEE, zeros included)."""
+        d, a, b = ins.operands
+        pb = self.dpair(b, ins)
+        if negate_b:
+            h = pb[1]
+            pb = (pb[0], Imm(h.v ^ 0x80000000) if isinstance(h, Imm) else self.op("xor", h, Imm(0x80000000)))
+        self._dop(ins, d, op, self.dpair(a, ins), pb, rnd=self._fmods(ins)[0])
+
+    def dkey(self, x: tuple) -> tuple[R | Imm, R | Imm]:
+        """A signed 64-bit order key of an f64 (x >= +0: its bits; else -(|x|)), so -0 = +0."""
+        lo, hi = x
+        mh = self.op("and", hi, Imm(0x7FFFFFFF))
+        nl, nh = self.neg64((lo, mh))
+        neg = self.setp("lt", hi, Imm(0), sign="s")
+        return self.sel(nl, lo, neg), self.sel(nh, mh, neg)
+
+    def dnan(self, x: tuple) -> P:
+        lo, hi = x
+        mh = self.op("and", hi, Imm(0x7FFFFFFF))
+        p = self.setp("ne", lo, Imm(0))
+        p = self.setp("eq", mh, Imm(0x7FF00000), bop="and", c=p)
+        return self.setp("gt", mh, Imm(0x7FF00000), bop="or", c=p)
+
+    def dminmax(self, a: tuple, b: tuple, is_min: bool) -> tuple[R, R]:
+        """min/max.f64 on the bits (the result is an operand): a NaN operand is ignored (two:
+        the canonical NaN), -0 < +0 (two zeros: min = a | b, max = a & b)."""
+        ka, kb = self.dkey(a), self.dkey(b)
+        pick_a = self.cmp64("lt" if is_min else "gt", ka, kb, True)
+        lo, hi = self.sel(a[0], b[0], pick_a), self.sel(a[1], b[1], pick_a)
+        zo = "or" if is_min else "and"
+        zl, zh = self.op(zo, a[0], b[0]), self.op(zo, a[1], b[1])
+        both0 = self.setp("eq", self.op("or", self.op("or", a[0], b[0]),
+                                        self.op("and", self.op("or", a[1], b[1]), Imm(0x7FFFFFFF))), Imm(0))
+        lo, hi = self.sel(zl, lo, both0), self.sel(zh, hi, both0)
+        na, nb = self.dnan(a), self.dnan(b)
+        lo, hi = self.sel(b[0], lo, na), self.sel(b[1], hi, na)
+        lo, hi = self.sel(a[0], lo, nb), self.sel(a[1], hi, nb)
+        both = self.plop("and", na, nb)
+        return self.sel(Imm(M32), lo, both), self.sel(Imm(0x7FFFFFFF), hi, both)
+
+    def drnd(self, x: tuple, irnd: str) -> tuple[R, R]:
+        """cvt.irnd.f64.f64 on the bits: clear the fraction bits below the binary point and add
+        one unit at the point when the mode rounds away from the truncation (carries run into the
+        exponent, as IEEE's encoding allows); |x| < 1 gives +-0 or +-1; NaN -> canonical."""
+        lo, hi = x
+        sg = self.op("and", hi, Imm(0x80000000))
+        e = self.op("shr", self.op("and", hi, Imm(0x7FFFFFFF)), Imm(20))
+        nf = self.op("sub", Imm(1075), e)  # fraction bits below the point (<= 0: integral)
+        k = self.op("min", self.op("max", nf, Imm(0), sign="s"), Imm(52), sign="s")
+        ml, mh = self.sub64(self.shl64((Imm(1), Imm(0)), k), (Imm(1), Imm(0)))  # the fraction mask
+        rl, rh = self.op("and", lo, ml), self.op("and", hi, mh)  # the fraction bits
+        tl, th = self.op("and", lo, self.op("not", ml)), self.op("and", hi, self.op("not", mh))
+        nz = self.setp("ne", self.op("or", rl, rh), Imm(0))
+        if irnd == "rzi":
+            up = FALSE
+        elif irnd == "rni":
+            hl, hh = self.shr64((ml, mh), Imm(1), False)
+            hl, hh = self.add64((hl, hh), (Imm(1), Imm(0)))  # half a unit
+            gt = self.cmp64("gt", (rl, rh), (hl, hh), False)
+            eq = self.cmp64("eq", (rl, rh), (hl, hh), False)
+            ul, uh = self.add64((ml, mh), (Imm(1), Imm(0)))  # one unit
+            odd = self.setp("ne", self.op("or", self.op("and", lo, ul), self.op("and", hi, uh)), Imm(0))
+            up = self.plop("or", gt, self.plop("and", eq, odd))
+        else:
+            up = self.setp("ne" if irnd == "rmi" else "eq", sg, Imm(0), bop="and", c=nz)
+        ul, uh = self.add64((ml, mh), (Imm(1), Imm(0)))
+        al, ah = self.add64((tl, th), (ul, uh))
+        ol, oh = self.sel(al, tl, up), self.sel(ah, th, up)
+        # |x| < 1 (e < 1023): 0 or 1 with the sign of x
+        one_up: P
+        if irnd == "rzi":
+            one_up = FALSE
+        elif irnd == "rni":  # > 0.5 rounds to 1 (0.5 is a tie to the even 0)
+            mag = (lo, self.op("and", hi, Imm(0x7FFFFFFF)))
+            one_up = self.cmp64("gt", mag, (Imm(0), Imm(0x3FE00000)), False)
+        else:
+            nzx = self.setp("ne", self.op("or", lo, self.op("and", hi, Imm(0x7FFFFFFF))), Imm(0))
+            one_up = self.setp("ne" if irnd == "rmi" else "eq", sg, Imm(0), bop="and", c=nzx)
+        small_hi = self.sel(self.op("or", sg, Imm(0x3FF00000)), sg, one_up)
+        small = self.setp("lt", e, Imm(1023))
+        ol, oh = self.sel(Imm(0), ol, small), self.sel(small_hi, oh, small)
+        big = self.setp("ge", e, Imm(1075))  # integral, inf or NaN: unchanged
+        ol, oh = self.sel(lo, ol, big), self.sel(hi, oh, big)
+        nan = self.dnan(x)
+        return self.sel(Imm(M32), ol, nan), self.sel(Imm(0x7FFFFFFF), oh, nan)
+
     def f64_trap(self, ins: Instr) -> None:
         """An f64 instruction the machine has no sequence for: lowered to a trap that reports a
         machine limit if a lane ever executes it (e.g. sinf's Payne-Hanek path for huge arguments),
@@ -1403,7 +1505,7 @@ class Lowerer:
         if t == "f32":
             return self._fbin(ins, "f" + op)
         if t == "f64":
-            return self.f64_trap(ins)
+            return self._dbin(ins, "dadd", negate_b=op == "sub")
         if "cc" in ins.mods or ins.op in ("addc", "subc"):
             return self._carry(ins, t, op)
         if "sat" in ins.mods:
@@ -1475,14 +1577,7 @@ class Lowerer:
         if t == "f32":
             return self._fbin(ins, "fmul")
         if t == "f64":
-            if rnd != "rn":
-                return self.f64_trap(ins)
-            d, a, b = ins.operands
-            lo, hi = self.dmul(
-                self.as_pair(self.read64(a, t, ins), ins), self.as_pair(self.read64(b, t, ins), ins)
-            )
-            self.write64(d, V64("pair", lo, hi), ins)
-            return None
+            return self._dbin(ins, "dmul")
         d, a, b = ins.operands
         sg = "s" if _signed(t) else "u"
         if "wide" in ins.mods:
@@ -1558,7 +1653,9 @@ class Lowerer:
             self.write32(d, "f32", lambda r: self.into(r, "ffma", va, vb, vc, rnd=rnd, ftz=ftz, sat=sat), ins)
             return
         if t == "f64":
-            return self.f64_trap(ins)
+            d, a, b, c = ins.operands
+            pa, pb, pc = self.dpair(a, ins), self.dpair(b, ins), self.dpair(c, ins)
+            return self._dop(ins, d, "dfma", pa, pb, pc, rnd=rnd)
         d, a, b, c = ins.operands
         sg = "s" if _signed(t) else "u"
         if "wide" in ins.mods:
@@ -1630,7 +1727,7 @@ class Lowerer:
             self.write32(d, t, lambda x: self.into(x, "fdiv", va, vb, rnd=rnd, ftz=ftz), ins)
             return
         if t == "f64":
-            return self.f64_trap(ins)
+            return self._dbin(ins, "ddiv")
         self._intdiv(ins, t, True)
 
     def _l_rem(self, ins: Instr) -> None:
@@ -1705,7 +1802,9 @@ class Lowerer:
             self.write32(d, t, lambda r: self.into(r, "f" + op, va, vb, ftz=ftz), ins)
             return
         if t == "f64":
-            return self.f64_trap(ins)
+            lo, hi = self.dminmax(self.dpair(a, ins), self.dpair(b, ins), op == "min")
+            self.write64(d, V64("pair", lo, hi), ins)
+            return
         sg = "s" if _signed(t) else "u"
         if _bits(t) == 64:
             pa, pb = self.as_pair(self.read64(a, t, ins), ins), self.as_pair(self.read64(b, t, ins), ins)
@@ -1749,10 +1848,17 @@ class Lowerer:
         return None
 
     def _l_sqrt(self, ins: Instr) -> None:
-        self._unary_f32(ins, "fsqrt")
+        if _type_of(ins) == "f64" and "approx" not in ins.mods:
+            d, a = ins.operands
+            return self._dop(ins, d, "dsqrt", self.dpair(a, ins), rnd=self._fmods(ins)[0])
+        return self._unary_f32(ins, "fsqrt")
 
     def _l_rcp(self, ins: Instr) -> None:
-        self._unary_f32(ins, "fdiv", Imm(0x3F800000))
+        if _type_of(ins) == "f64" and "approx" not in ins.mods:
+            d, a = ins.operands
+            one = (Imm(0), Imm(0x3FF00000))
+            return self._dop(ins, d, "ddiv", one, self.dpair(a, ins), rnd=self._fmods(ins)[0])
+        return self._unary_f32(ins, "fdiv", Imm(0x3F800000))
 
     def _l_ex2(self, ins: Instr) -> None:
         """ex2.approx{.ftz}.f32: the machine op ``fex2`` (rn(2^x), like the interpreter's model)."""
@@ -2137,7 +2243,7 @@ class Lowerer:
             self.emit("fsetp", (p,), (va, vb, *extra), cmp=cmp, ftz=ftz, **m)
             return p
         if t == "f64":
-            self.f64_trap(ins)
+            self.emit("dsetp", (p,), (*self.dpair(a, ins), *self.dpair(b, ins), *extra), cmp=cmp, **m)
             return p
         cc, sg = self._int_cmp(cmp, t)
         if _bits(t) == 64:
@@ -2819,8 +2925,9 @@ class Lowerer:
         )
         return (nl, nh), e1, {"nan": nan, "inf": inf, "zero": zero}  # type: ignore[return-value]
 
-    def dmul(self, a: tuple, b: tuple) -> tuple[R, R]:
-        """mul.rn.f64, correctly rounded (canonical NaN)."""
+    def dmul(self, a: tuple, b: tuple, rnd: str = "rn") -> tuple[R, R]:
+        """mul.rnd.f64, correctly rounded (canonical NaN): the exact 106-bit product of the
+        significands, rounded once (softfloat64.py's ``dmul`` expansion for the weights)."""
         sgn = self.op("and", self.op("xor", a[1], b[1]), Imm(0x80000000))
         ma, ea, ca = self.unpack64(*a)
         mb, eb, cb = self.unpack64(*b)
@@ -2839,7 +2946,7 @@ class Lowerer:
         sticky = self.sel(s42, s41, p105)
         be = self.op("sub", self.op("add", ea, eb), Imm(1023))
         self.into(be, "add", be, Imm(1), guard=p105)
-        lo, hi = self.round_pack64(sgn, be, m, sticky, "rn")
+        lo, hi = self.round_pack64(sgn, be, m, sticky, rnd)
         nan = self.plop("or", ca["nan"], cb["nan"])
         nan = self.plop("or", nan, self.plop("and", ca["inf"], cb["zero"]))
         nan = self.plop("or", nan, self.plop("and", ca["zero"], cb["inf"]))
@@ -2924,6 +3031,8 @@ class Lowerer:
     def _cvt_f64(
         self, ins: Instr, d: object, a: object, dt: str, st: str, rnd: str | None, ftz: bool, sat: bool
     ) -> None:
+        """Conversions from/to f64 as the pair ops i2d, d2f, f2d, d2i, d2l (the weights expand them,
+        softfloat64.py); f64 -> f64 rounding to integral is a bit sequence (``drnd``)."""
         norm = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}
         r0 = rnd if rnd in ROUNDING else "rn"
         if dt == "f64" and st not in ("f32", "f64"):
@@ -2933,18 +3042,42 @@ class Lowerer:
             else:
                 v = self.read32(a, sname, ins, "ext")
                 x = self.as_pair(V64("sx" if _signed(sname) else "zx", v), ins)
-            lo, hi = self.i2d(x, _signed(sname), r0)
-            self.write64(d, V64("pair", lo, hi), ins)
+            self._dop(ins, d, "i2d", x, sign="s" if _signed(sname) else "u", rnd=r0)
             return
         if dt == "f32" and st == "f64":
-            v = self.d2f(self.as_pair(self.read64(a, st, ins), ins), r0, ftz)
+            v = self.tmp()
+            self.emit("d2f", (v,), self.dpair(a, ins), rnd=r0, ftz=ftz)
             if sat:
                 v = self.op("frnd", v, sat=True)
             self.write32v(d, "f32", v, ins)
             return
         if dt == "f64" and st == "f32":
-            lo, hi = self.f2d(self.read32(a, "f32", ins), ftz)
+            lo, hi = self.tmp(), self.tmp()
+            self.emit("f2d", (lo, hi), (self.read32(a, "f32", ins),), ftz=ftz)
             self.write64(d, V64("pair", lo, hi), ins)
+            return
+        if dt == "f64" and st == "f64":
+            x = self.dpair(a, ins)
+            if rnd in INT_ROUNDING:
+                lo, hi = self.drnd(x, rnd)
+                self.write64(d, V64("pair", lo, hi), ins)
+            else:
+                self.write64(d, V64("pair", *x), ins)
+            return
+        if st == "f64" and dt not in ("f16", "bf16", "f32"):
+            dname = norm.get(dt, dt)
+            ir = rnd if rnd in INT_ROUNDING else "rzi"
+            sg = "s" if _signed(dname) else "u"
+            if _bits(dname) == 64:
+                self._dop(ins, d, "d2l", self.dpair(a, ins), sign=sg, irnd=ir)
+                return
+            v = self.tmp()
+            self.emit("d2i", (v,), self.dpair(a, ins), sign=sg, irnd=ir)
+            if _bits(dname) < 32:  # saturate further to the sub-word range (s32 saturation first is the same)
+                n = _bits(dname)
+                lo_, hi_ = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if sg == "s" else (0, (1 << n) - 1)
+                v = self.op("min", self.op("max", v, Imm(lo_), sign=sg), Imm(hi_), sign=sg)
+            self.write32v(d, dt, v, ins)
             return
         self.f64_trap(ins)
 

@@ -2049,6 +2049,11 @@ from qwengpu.codegen.softfloat import FLOAT_EXPANDERS  # noqa: E402
 
 EXPANDERS.update(FLOAT_EXPANDERS)
 
+# float64 pair ops as integer sequences (softfloat64.py), shared as routines like the floats
+from qwengpu.codegen.softfloat64 import F64_EXPANDERS  # noqa: E402
+
+EXPANDERS.update(F64_EXPANDERS)
+
 # shared routines: the multiplies (what mad, mulw and lower.py's division sequences reduce to)
 routable("mul", "mulhi", "idiv", "irem")
 
@@ -2057,6 +2062,7 @@ def route_floats() -> None:
     """Let every float op of ``softfloat.py`` become a call of a shared routine (one body per op,
     modifiers and operand shape), decided like the multiplies by ``Options.routines``."""
     routable(*FLOAT_EXPANDERS)
+    routable(*F64_EXPANDERS)
 
 
 route_floats()

@@ -230,6 +230,26 @@ _SPECS = [
         (),
         "jump to the pc held in register a, per lane (lanes may return to different pcs; min-PC reconverges)",
     ),
+    # ---- float64 unit, on register pairs (lo, hi): appended last, so the opcodes above keep
+    # their numbers (the weights never see these: softfloat64.py expands them). min/max, neg/abs,
+    # testp and round-to-integral of f64 are plain integer sequences of the lowering (bits only)
+    OpSpec("dadd", "fpu", "rr", "rrrr", ("rnd",), "d = a + b (f64 pairs lo,hi) rounded rn rz rm rp"),
+    OpSpec("dmul", "fpu", "rr", "rrrr", ("rnd",), "d = a * b (f64)"),
+    OpSpec("dfma", "fpu", "rr", "rrrrrr", ("rnd",), "d = a * b + c (f64) with one rounding"),
+    OpSpec("ddiv", "fpu", "rr", "rrrr", ("rnd",), "d = a / b (f64) correctly rounded"),
+    OpSpec("dsqrt", "fpu", "rr", "rr", ("rnd",), "d = sqrt(a) (f64) correctly rounded (sqrt(-0) = -0)"),
+    OpSpec(
+        "dsetp", "fpu", "p", "rrrrp", ("cmp", "bop"),
+        "pd = (a cmp b) [bop c] on f64 pairs; cmp as fsetp (ordered, unordered, num, nan)",
+    ),
+    OpSpec("d2f", "fpu", "r", "rr", ("rnd", "ftz"), "d = float32 of the f64 a, rounded; ftz flushes it"),
+    OpSpec("f2d", "fpu", "rr", "r", ("ftz",), "d = f64 of the float32 a (exact); ftz flushes a subnormal a"),
+    OpSpec("i2d", "fpu", "rr", "rr", ("sign", "rnd"), "d = f64 of the s64/u64 pair a, rounded"),
+    OpSpec(
+        "d2i", "fpu", "r", "rr", ("sign", "irnd"),
+        "d = s32/u32 of the f64 a rounded rni rzi rmi rpi, saturating, NaN -> 0",
+    ),
+    OpSpec("d2l", "fpu", "rr", "rr", ("sign", "irnd"), "d = s64/u64 pair of the f64 a (as d2i)"),
 ]
 SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
 OPCODES: dict[str, int] = {s.name: i for i, s in enumerate(_SPECS)}
@@ -406,6 +426,8 @@ def validate(ins: MInstr) -> None:
         len(ins.s) == nsrc
         or (ins.op == "setp" or ins.op == "fsetp")
         and len(ins.s) == 2
+        or ins.op == "dsetp"
+        and len(ins.s) == 4
         or ins.op == "atom"
         and len(ins.s) == 2
     ):

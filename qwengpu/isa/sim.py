@@ -25,6 +25,7 @@ import numpy as np
 
 from qwengpu.codegen.lower import Program
 from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
+from qwengpu.isa import f64
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, need
 from qwengpu.ptx.ir import TYPES, Instr
@@ -902,6 +903,93 @@ class MachineSim:
     def _op_fex2(self, ins: MInstr, pc: int) -> Callable:
         ftz = ins.mod("ftz")
         return self._alu(ins, lambda a: fp32.ex2_approx(np.broadcast_to(a, (WARP,)), ftz))
+
+    # ---- float64 unit: exact rationals per lane (``qwengpu.isa.f64``, not the interpreter's code)
+    def _d64(self, ins: MInstr, fn: Callable, words: str) -> Callable:
+        """An f64 op on register pairs: ``words`` says how the sources group into values ("2" a
+        pair, "1" a word); ``fn`` maps the lane's source values (Python ints) to its result (a
+        pair value, a word, or a bool for a predicate destination). All sources are read before
+        any destination is written (destinations may alias sources)."""
+        groups: list[tuple[int, int]] = []
+        k = 0
+        for g in words:
+            groups.append((k, int(g)))
+            k += int(g)
+        srcs = [self._src(x) for x in ins.s[:k]]
+        pred = isinstance(ins.d[0], P)
+        wrs = [self._pdst(x) if isinstance(x, P) else self._dst(x) for x in ins.d]
+        extra = self._psrc(ins.s[k]) if len(ins.s) > k else None
+
+        def run(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            vals = [np.broadcast_to(np.asarray(f(w), dtype=np.uint32), (WARP,)) for f in srcs[:k]]
+            lanes = range(WARP) if m is None else np.nonzero(m)[0]
+            out = np.zeros(WARP, dtype=bool if pred else np.uint64)
+            for ln in lanes:
+                args = []
+                for st, n in groups:
+                    v = int(vals[st][ln])
+                    if n == 2:
+                        v |= int(vals[st + 1][ln]) << 32
+                    args.append(v)
+                out[ln] = fn(*args)
+            if pred:
+                if extra is not None:
+                    out = self._bop(ins.mod("bop"), out, extra(w))
+                wrs[0](w, out, m)
+            elif len(wrs) == 1:
+                wrs[0](w, (out & np.uint64(M32)).astype(np.uint32), m)
+            else:
+                wrs[0](w, (out & np.uint64(M32)).astype(np.uint32), m)
+                wrs[1](w, (out >> np.uint64(32)).astype(np.uint32), m)
+            return (_NEXT, 0)
+
+        return run
+
+    def _op_dadd(self, ins: MInstr, pc: int) -> Callable:
+        rnd = ins.mod("rnd")
+        return self._d64(ins, lambda a, b: f64.add(a, b, rnd), "22")
+
+    def _op_dmul(self, ins: MInstr, pc: int) -> Callable:
+        rnd = ins.mod("rnd")
+        return self._d64(ins, lambda a, b: f64.mul(a, b, rnd), "22")
+
+    def _op_dfma(self, ins: MInstr, pc: int) -> Callable:
+        rnd = ins.mod("rnd")
+        return self._d64(ins, lambda a, b, c: f64.fma(a, b, c, rnd), "222")
+
+    def _op_ddiv(self, ins: MInstr, pc: int) -> Callable:
+        rnd = ins.mod("rnd")
+        return self._d64(ins, lambda a, b: f64.div(a, b, rnd), "22")
+
+    def _op_dsqrt(self, ins: MInstr, pc: int) -> Callable:
+        rnd = ins.mod("rnd")
+        return self._d64(ins, lambda a: f64.sqrt(a, rnd), "2")
+
+    def _op_dsetp(self, ins: MInstr, pc: int) -> Callable:
+        cmp = ins.mod("cmp")
+        return self._d64(ins, lambda a, b: f64.setp(cmp, a, b), "22")
+
+    def _op_d2f(self, ins: MInstr, pc: int) -> Callable:
+        rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
+        return self._d64(ins, lambda a: f64.to_f32(a, rnd, ftz), "2")
+
+    def _op_f2d(self, ins: MInstr, pc: int) -> Callable:
+        ftz = ins.mod("ftz")
+        return self._d64(ins, lambda a: f64.from_f32(a, ftz), "1")
+
+    def _op_i2d(self, ins: MInstr, pc: int) -> Callable:
+        rnd, signed = ins.mod("rnd"), ins.mod("sign") == "s"
+        return self._d64(
+            ins, lambda a: f64.from_int(a - (1 << 64) if signed and a >> 63 else a, rnd), "2"
+        )
+
+    def _op_d2i(self, ins: MInstr, pc: int) -> Callable:
+        irnd, signed = ins.mod("irnd") or "rzi", ins.mod("sign") == "s"
+        return self._d64(ins, lambda a: f64.to_int(a, irnd, signed, 32), "2")
+
+    def _op_d2l(self, ins: MInstr, pc: int) -> Callable:
+        irnd, signed = ins.mod("irnd") or "rzi", ins.mod("sign") == "s"
+        return self._d64(ins, lambda a: f64.to_int(a, irnd, signed, 64), "2")
 
     # ---- memory
     def _fault(self, w: Warp, lane: int, ptx: Instr, msg: str) -> ExecutionError:
