@@ -178,8 +178,9 @@ def compile_cuda(
         if "#include" in source and not any(o.startswith(("-I", "--include-path")) for o in options):
             opts += [f"--include-path={d}" for d in cuda_include_dirs()]  # NVRTC searches nowhere itself
         tool = f"nvrtc-{major}.{minor}"
-    # the file name is part of the PTX (``.file``, hence every CUDA line an error names): key on it too
-    key = hashlib.sha256("\0".join([tool, filename, source, *opts]).encode()).hexdigest()
+    # the file name is part of the PTX (``.file``, made absolute by NVRTC, hence every CUDA line an
+    # error names): key on the absolute name too
+    key = hashlib.sha256("\0".join([tool, os.path.abspath(filename), source, *opts]).encode()).hexdigest()
     path = cache_dir() / f"{key}.ptx"
     if use_cache and path.is_file():
         return path.read_text()

@@ -130,9 +130,17 @@ def test_parse_errors_name_the_construct_and_the_cuda_line():
     assert "PTX line 4" in msg and "`.bogus 1`" in msg
 
 
-def test_ptx_cache_keys_on_the_file_name():
-    """The PTX names its CUDA file (``.file``): a cached compile of the same source under another
-    name must not hand back the other name."""
+def test_ptx_cache_keys_on_the_file_name(tmp_path, monkeypatch):
+    """The PTX names its CUDA file (``.file``, absolute): a cached compile of the same source under
+    another name, or under the same relative name from another folder, must not hand back the
+    other name."""
     a = compile_cuda(SQ, filename="first.cu", options=("-lineinfo",))
     b = compile_cuda(SQ, filename="second.cu", options=("-lineinfo",))
     assert "first.cu" in a and "second.cu" in b and "first.cu" not in b
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    monkeypatch.chdir(tmp_path / "x")
+    in_x = compile_cuda(SQ, filename="same.cu", options=("-lineinfo",))
+    monkeypatch.chdir(tmp_path / "y")
+    in_y = compile_cuda(SQ, filename="same.cu", options=("-lineinfo",))
+    assert f'"{tmp_path / "x" / "same.cu"}"' in in_x and f'"{tmp_path / "y" / "same.cu"}"' in in_y
