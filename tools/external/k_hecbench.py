@@ -577,3 +577,143 @@ def kiss_rng_u64() -> Launch:
         {"out": out},
         description="64-bit KISS random numbers (64-bit murmur seeding, xorshift 13/17/43, carry add)",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# number-theoretic transform over p = 2^64 - 2^32 + 1
+
+P_NTT = (1 << 64) - (1 << 32) + 1
+
+
+def _add_modp(x: int, y: int) -> int:
+    """_add_modP as written: a wrapped sum folds 2^64 = 2^32 - 1 (mod p) back in, then one subtraction."""
+    ret = (x + y) & M64
+    if ret < x:
+        ret = (ret + 0xFFFFFFFF) & M64
+    if ret >= P_NTT:
+        ret -= P_NTT
+    return ret
+
+
+def _sub_modp(x: int, y: int) -> int:
+    """_sub_modP as written: a wrapped difference takes 2^32 - 1 back out."""
+    ret = (x - y) & M64
+    if ret > x:
+        ret = (ret - 0xFFFFFFFF) & M64
+    return ret
+
+
+M32 = 0xFFFFFFFF
+
+
+def _uint96_modp(x: list[int]) -> None:
+    """_uint96_modP as written, word by word (uint32 wraparound, int borrow flags)."""
+    s = x[1] + x[2]
+    b = 1 if s > M32 else 0
+    x[1] = s & M32
+    if x[0] < x[2]:
+        if x[1] < 1:
+            x[1] = (x[1] - 1) & M32
+            b -= 1
+    x[0] = (x[0] - x[2]) & M32
+    if b == 1:
+        s = x[0] + M32
+        if s > M32:
+            x[1] = (x[1] + 1) & M32
+        x[0] = s & M32
+
+
+def _uint128_modp(x: list[int]) -> None:
+    _uint96_modp(x)
+    b = 0
+    if x[0] < x[3]:
+        if x[1] < 1:
+            x[1] = (x[1] - 1) & M32
+            b = -1
+    x[0] = (x[0] - x[3]) & M32
+    if b == -1:
+        if x[0] < M32:
+            x[1] = (x[1] - 1) & M32
+        x[0] = (x[0] - M32) & M32
+
+
+def _uint160_modp(x: list[int]) -> None:
+    _uint128_modp(x)
+    b = -1 if x[1] < x[4] else 0
+    x[1] = (x[1] - x[4]) & M32
+    if b == -1:
+        if x[0] < M32:
+            x[1] = (x[1] - 1) & M32
+        x[0] = (x[0] - M32) & M32
+
+
+def _ls_modp(tx: int, sh: int) -> int:
+    """_ls_modP(x, l) as written for the shifts ntt8 uses (24: 3 words, 48: 4 words, 72: 5 words).
+
+    Its word reductions skip a borrow (x[0] < x[2] with x[1] >= 1 in _uint96_modP, and the like), so
+    the result is not always x * 2^l mod p; the expected values follow the code as written."""
+    b = [0] * 7
+    if sh < 32:
+        b[2], b[1], b[0] = (tx >> (64 - sh)) & M32, (tx >> (32 - sh)) & M32, (tx << sh) & M32
+        _uint96_modp(b)
+    elif sh < 64:
+        b[3], b[2], b[1] = (tx >> (96 - sh)) & M32, (tx >> (64 - sh)) & M32, (tx << (sh - 32)) & M32
+        _uint128_modp(b)
+    else:
+        b[4], b[3], b[2] = (tx >> (128 - sh)) & M32, (tx >> (96 - sh)) & M32, (tx << (sh - 64)) & M32
+        _uint160_modp(b)
+    v = b[0] | (b[1] << 32)
+    if v > P_NTT:
+        v -= P_NTT
+    return v
+
+
+def ntt8_model(x: list[int]) -> list[int]:
+    """ntt8() step by step with the helpers above."""
+    s = [0] * 8
+    s[0], s[1] = _add_modp(x[0], x[4]), _sub_modp(x[0], x[4])
+    s[2], s[3] = _add_modp(x[2], x[6]), _sub_modp(x[2], x[6])
+    s[4], s[5] = _add_modp(x[1], x[5]), _sub_modp(x[1], x[5])
+    s[6], s[7] = _add_modp(x[3], x[7]), _sub_modp(x[3], x[7])
+    y = [0] * 8
+    y[0], y[2] = _add_modp(s[0], s[2]), _sub_modp(s[0], s[2])
+    t = _ls_modp(s[3], 48)
+    y[1], y[3] = _add_modp(s[1], t), _sub_modp(s[1], t)
+    y[4], y[6] = _add_modp(s[4], s[6]), _sub_modp(s[4], s[6])
+    t = _ls_modp(s[7], 48)
+    y[5], y[7] = _add_modp(s[5], t), _sub_modp(s[5], t)
+    s[0], s[4] = _add_modp(y[0], y[4]), _sub_modp(y[0], y[4])
+    t = _ls_modp(y[5], 24)
+    s[1], s[5] = _add_modp(y[1], t), _sub_modp(y[1], t)
+    t = _ls_modp(y[6], 48)
+    s[2], s[6] = _add_modp(y[2], t), _sub_modp(y[2], t)
+    t = _ls_modp(y[7], 72)
+    s[3], s[7] = _add_modp(y[3], t), _sub_modp(y[3], t)
+    return s
+
+
+@kernel
+def ntt8() -> Launch:
+    r = Rng(5010)
+    n = 4
+    src = [r.int(1, P_NTT - 1) for _ in range(8 * n)]
+    src[0:8] = [1, 0, 0, 0, 0, 0, 0, 0]  # an impulse: every output 1
+    src[8:16] = [P_NTT - 1] * 8  # the largest residues
+    dst = []
+    w = pow(2, 24, P_NTT)  # 2^24 is a primitive 8th root of unity mod p (2^96 = -1)
+    for t in range(n):
+        x = src[8 * t : 8 * t + 8]
+        y = ntt8_model(x)
+        dft = [sum(x[j] * pow(w, j * k, P_NTT) for j in range(8)) % P_NTT for k in range(8)]
+        if t < 2:  # the impulse and the all-(p-1) inputs meet no skipped borrow: the DFT mod p exactly
+            assert [v % P_NTT for v in y] == dft, "ntt8 is the 8-point DFT mod p, in natural order"
+        dst += y
+    return Launch(
+        "ntt8_kernel",
+        1,
+        [n, 1, 1],
+        [buf("src", "u64", src), buf("dst", "u64", [0] * (8 * n)), val("n", "i32", n)],
+        ["dst"],
+        {"dst": dst},
+        description="8-point number-theoretic transforms mod 2^64 - 2^32 + 1 (64-bit modular add/sub/shift)",
+    )
