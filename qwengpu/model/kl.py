@@ -326,7 +326,6 @@ def compute_kl(
     mm = _load(model, "float32", device)
     if mm.config.vocab_size != vm or bm.config.vocab_size != vocab:
         raise QwenGPUError("the loaded vocabulary sizes differ from config.json")
-    x = torch.tensor([ids], device=device)
     out: dict = {
         "base": str(base),
         "model": str(model),
@@ -341,14 +340,30 @@ def compute_kl(
         "estimate_bytes": {k: v for k, v in asdict(est).items() if k != "notes"} | {"total": est.total},
         "paths": {},
     }
+    out["paths"] = kl_of_models(bm, mm, ids, vocab, paths=paths, progress=progress)
+    return out
+
+
+def kl_of_models(base_model, mounted_model, ids: list[int], vocab: int, *, paths: tuple[str, ...] = PATHS,
+                 progress: bool = False) -> dict[str, dict]:
+    """KL(base ‖ mounted) statistics of already loaded models on token ids, per path (for scripts
+    that hold the models anyway, e.g. bench/device)."""
+    import torch
+
+    dev = next(mounted_model.parameters()).device
+    x = torch.tensor([ids], device=dev)
+    res: dict[str, dict] = {}
     for p in paths:
+        if p not in PATHS:
+            raise QwenGPUError(f"unknown path {p!r} (expected prefill, decode or both)")
         st = PathStats()
         if p == "prefill":
-            _prefill(bm, mm, x, vocab, st)
+            _prefill(base_model, mounted_model, x, vocab, st)
         else:
-            _decode(bm, mm, x, vocab, st, _progress(progress and len(ids) > 32, "decode", len(ids)))
-        out["paths"][p] = st.summary()
-    return out
+            show = _progress(progress and len(ids) > 32, "decode", len(ids))
+            _decode(base_model, mounted_model, x, vocab, st, show)
+        res[p] = st.summary()
+    return res
 
 
 def format_report(r: dict) -> str:

@@ -173,3 +173,64 @@ def test_smaller_vocabulary_is_not_a_mount(kl_bases, tmp_path):
     small = make_synthetic_base(tmp_path / "small", hidden=64, layers=1, vocab=512, dtype="float32")
     with pytest.raises(QwenGPUError, match="smaller than the base"):
         klmod.compute_kl(kl_bases["base"], small, kl_bases["text"])
+
+
+# ---------------------------------------------------------------------------------------------
+# KL(base ‖ mounted) on real mounts (qwengpu/model/mount.py): the shared hidden-128 causal mount
+# (tests/model/conftest.py) by default, the official conditional layout at a width that is not a
+# power-of-two multiple (c = 3) with -m slow.
+# ---------------------------------------------------------------------------------------------
+MOUNT_TEXT = "The answer is 42. What is the sum of 1 and 2? It is 3.\n__global__ void k() {}\n"
+
+
+def _mount_kl(base, mount, tmp_path, max_tokens: int = 12) -> dict:
+    text = tmp_path / "mount_text.txt"
+    text.write_text(MOUNT_TEXT)
+    r = klmod.compute_kl(base, mount, text, max_tokens=max_tokens)
+    assert r["model_vocab"] == r["base_vocab"] + 65536
+    return r
+
+
+def test_kl_of_the_mount_is_below_1e_9(small_base, small_mount, tmp_path):
+    """Both paths, float32: the mounted model's distribution is the base's (no mass on the machine's
+    65,536 tokens); c = 4 here, so the text logits are bit-identical and the KL is exactly 0."""
+    r = _mount_kl(small_base, small_mount, tmp_path)
+    for s in r["paths"].values():
+        assert s["tokens"] == 12
+        assert s["max_kl"] <= 1e-9 and s["mean_kl"] <= 1e-9
+        assert s["top1_agreement"] == 1.0 and s["max_machine_mass"] <= 1e-30
+    assert r["paths"]["prefill"]["max_kl"] == 0.0
+
+
+def test_kl_sees_a_damaged_base_weight_in_the_mount(small_base, small_mount, damaged_copy, tmp_path):
+    """Negative control: one flipped sign in the mount's copy of a base weight is seen by the KL."""
+    rec = json.loads((small_mount / "qwengpu_mount.json").read_text())
+    first_base = rec["layers"]["base"][0]
+    bad = damaged_copy(small_mount, tmp_path / "bad", f"model.layers.{first_base}.mlp.down_proj.weight")
+    text = tmp_path / "t.txt"
+    text.write_text(MOUNT_TEXT)
+    r = klmod.compute_kl(small_base, bad, text, max_tokens=12, paths=("prefill",))
+    assert r["paths"]["prefill"]["max_kl"] > 0.0
+
+
+@pytest.mark.slow
+def test_kl_of_a_conditional_mount_is_below_1e_9(tmp_path):
+    """The official layout (vision tower, mtp.*, untied), hidden 256: width 2304, c = 3 (not a power
+    of two: logits differ in the last bits, the KL stays far below 1e-9)."""
+    from qwengpu.model.mount import build_mount
+
+    base = make_synthetic_base(tmp_path / "cbase", layout="conditional", hidden=256, vocab=2048, tied=False,
+                               dtype="bfloat16", seed=5)
+    mount = tmp_path / "cmount"
+    rec = build_mount(base, mount)
+    assert rec["layout"] == "conditional" and rec["c"] == 3.0
+    try:
+        r = _mount_kl(base, mount, tmp_path)
+        for s in r["paths"].values():
+            assert s["max_kl"] <= 1e-9 and s["top1_agreement"] == 1.0
+        # as most users run it: the base in bfloat16 against the float32 mount
+        text = tmp_path / "mount_text.txt"
+        rb = klmod.compute_kl(base, mount, text, max_tokens=12, paths=("prefill",), base_dtype="bfloat16")
+        assert rb["paths"]["prefill"]["mean_kl"] > r["paths"]["prefill"]["mean_kl"]
+    finally:
+        shutil.rmtree(mount, ignore_errors=True)
