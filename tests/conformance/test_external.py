@@ -54,16 +54,9 @@ SOURCES = (
 )
 # kernels whose only output is the original's own pass/fail record (all zeros when correct)
 SELF_CHECKING = {"idivide_check"}
-# inside the model in the default run: the shortest launches (ISA-simulator lane-group passes 146..1,040)
-IN_MODEL_DEFAULT = [
-    "popcount_pc3",
-    "vote_any",
-    "vote_all",
-    "bfs_kernel2",
-    "simple_templates_i32",
-    "warp_aggregated_filter",
-    "transpose_naive",
-]
+# inside the model in the default run: the shortest launches (146..368 lane-group passes in the ISA
+# simulator; about a minute together on this 2-core machine under load)
+IN_MODEL_DEFAULT = ["popcount_pc3", "vote_any", "vote_all", "bfs_kernel2", "simple_templates_i32"]
 
 
 @cache
