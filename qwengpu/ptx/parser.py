@@ -770,7 +770,9 @@ def _resolve_labels(fn: Function, source_name: str) -> None:
             for k, o in enumerate(ops):
                 if isinstance(o, Sym):
                     if o.name not in fn.labels:
-                        raise PTXError(f"{source_name}: PTX line {ins.line}: unknown label {o.name}")
+                        raise PTXError(
+                            f"{source_name}: {ins.where()}: unknown label {o.name} in `{ins.text}`"
+                        )
                     ops[k] = Label(o.name)
             ins.operands = tuple(ops)
 

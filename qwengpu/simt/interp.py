@@ -1777,6 +1777,61 @@ class Interpreter:
     # a single launch: no grid depends on this one, and it depends on none (programmatic dependent launch)
     _op_griddepcontrol = _nop
 
+    def _op_cp(self, ins: Instr, pc: int):
+        """``cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size | , ignore-src}`` (sm_80).
+
+        Modelled as a copy at issue time: the PTX ISA makes the bytes visible in shared memory only
+        after ``cp.async.wait_group``/``wait_all``, so reading them earlier is a race and copying
+        early is one of the allowed executions. Bytes past ``src-size`` are zero; commit and wait
+        are then no-ops. The bulk (TMA) and mbarrier forms are refused."""
+        if "async" not in ins.mods or any(m.startswith(("bulk", "mbarrier")) for m in ins.mods):
+            raise self._fail(
+                ins, f"unsupported copy `{ins.form}` (only cp.async shared <- global is modelled)"
+            )
+        if any(m in ("commit_group", "wait_group", "wait_all") for m in ins.mods):
+            return lambda w, m: (_NEXT, 0)
+        ops = ins.operands
+        if (
+            len(ops) < 3
+            or not isinstance(ops[0], Addr)
+            or not isinstance(ops[1], Addr)
+            or not isinstance(ops[2], Imm)
+        ):
+            raise self._fail(ins, "cp.async needs [dst], [src], cp-size")
+        size = ops[2].value
+        daddr, saddr = self._address(ops[0], ins, "shared"), self._address(ops[1], ins, "global")
+        rsrc = rign = None
+        if len(ops) > 3 and not isinstance(ops[3], Sym):  # a trailing cache-policy operand is a register
+            extra = ops[3]
+            is_pred = isinstance(extra, Neg) or (
+                isinstance(extra, Reg) and self.fn.regs.get(extra.name) == "pred"
+            )
+            if is_pred:
+                rign = self._reader(extra, "pred", ins)
+            else:
+                rsrc = self._reader(extra, "u32", ins)
+
+        def cp(w, m):
+            lanes = ALL if m is None else m
+            full = np.full(WARP, size, dtype=np.int64)
+            n = full if rsrc is None else np.minimum(np.broadcast_to(rsrc(w), (WARP,)).astype(np.int64), size)
+            if rign is not None:
+                n = np.where(np.broadcast_to(rign(w), (WARP,)), 0, full)
+            s, d = saddr(w), daddr(w)
+            data = np.zeros((WARP, size), dtype=np.uint8)
+            for k in range(size):
+                rd = lanes & (n > k)
+                if rd.any():
+                    mem, idx = self._resolve(w, s + np.uint64(k), rd, 1, "global", ins, False)
+                    data[rd, k] = mem[idx.astype(np.int64)]
+            mem, idx = self._resolve(w, d, lanes, size, "shared", ins, True)
+            rows = data if lanes is ALL else data[lanes]
+            for k in range(size):
+                mem[(idx + np.uint64(k)).astype(np.int64)] = rows[:, k]
+            return (_NEXT, 0)
+
+        return cp
+
     def _op_trap(self, ins: Instr, pc: int):
         def trap(w, m):
             lane = 0 if m is None else int(np.argmax(m))

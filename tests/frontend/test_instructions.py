@@ -215,3 +215,74 @@ def test_elect_sync_and_griddepcontrol():
     spec = {"kernel": "k", "grid": 1, "block": 8, "args": [{"name": "out", "type": "u32*", "size": 8}]}
     # lanes 3..7 are active; the member mask drops lanes 0..3, so lane 4 is the leader
     assert run_ptx(ELECT, spec)["out"].tolist() == [0, 0, 0, 4, 104, 4, 4, 4]
+
+
+PIPELINE = r"""#include <cuda_pipeline.h>
+extern "C" __global__ void ca(const float4* in, float* out) {
+  __shared__ float4 s[64];
+  __pipeline_memcpy_async(&s[threadIdx.x], &in[threadIdx.x], sizeof(float4));
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  float4 v = s[63 - threadIdx.x];
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+"""
+
+
+def test_cp_async_pipeline(compile_run):
+    from qwengpu.cuda.nvrtc import cuda_include_dirs
+
+    if not cuda_include_dirs():
+        pytest.skip("no CUDA toolkit headers (cuda_pipeline.h) on this machine")
+    xs = [str(k * 0.5) for k in range(256)]
+    spec = _io("ca", 64, "f32*", xs, 64)
+    out = compile_run(PIPELINE, spec, arch="compute_80")["out"].tolist()
+    assert out == [sum((4 * (63 - t) + j) * 0.5 for j in range(4)) for t in range(64)]
+
+
+CP_ZFILL = r""".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    .shared .align 16 .b8 sm[64];
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [k_param_1];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 4;
+    mov.u32 %r3, sm;
+    add.s32 %r4, %r3, %r2;
+    cvt.u64.u32 %rd3, %r2;
+    add.s64 %rd4, %rd1, %rd3;
+    // lane t copies 16 bytes of which only 4*t come from global memory, the rest is zero
+    shl.b32 %r5, %r1, 2;
+    cp.async.cg.shared.global [%r4], [%rd4], 16, %r5;
+    // lane 3 repeats its copy with ignore-src set: all zeros
+    setp.eq.u32 %p1, %r1, 3;
+    @%p1 cp.async.ca.shared.global [%r4], [%rd4], 16, %p1;
+    cp.async.commit_group;
+    cp.async.wait_all;
+    ld.shared.v4.u32 {%r6, %r7, %r5, %r3}, [%r4];
+    cvt.u64.u32 %rd5, %r2;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.v4.u32 [%rd6], {%r6, %r7, %r5, %r3};
+    ret;
+}
+"""
+
+
+def test_cp_async_zero_fill_and_ignore_src():
+    data = list(range(1, 17))
+    spec = _io("k", 4, "u32*", data, 16)
+    out = run_ptx(CP_ZFILL, spec)["out"].tolist()
+    want = []
+    for t in range(4):
+        row = [data[4 * t + j] if j < t else 0 for j in range(4)]  # src-size = 4t bytes = t words
+        want += [0, 0, 0, 0] if t == 3 else row
+    assert out == want
