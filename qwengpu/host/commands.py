@@ -147,16 +147,30 @@ def _threads() -> None:
         torch.set_num_threads(int(n))
 
 
+def _check_engine(engine: str, model: str | None) -> None:
+    """``--engine model`` needs a mounted checkpoint: the launch runs inside it."""
+    if engine != "model":
+        return
+    if not model:
+        raise QwenGPUError(
+            "--engine model runs the launch inside the mounted checkpoint: pass --model DIR "
+            "(or --engine machine / --engine interp)"
+        )
+    from qwengpu.host.repliers import is_mount
+
+    if Path(model).is_dir() and not is_mount(model):
+        raise QwenGPUError(
+            f"{model} is not a mounted checkpoint (no qwengpu_mount.json; make one with "
+            "`qwengpu build`): use --engine machine to run kernels on the standalone machine"
+        )
+
+
 def _launcher(args):
     from qwengpu.host.launcher import RunnerLauncher
 
     if args.no_gpu:
         return None
-    if args.engine == "model" and not args.model:
-        raise QwenGPUError(
-            "--engine model runs the launch inside the mounted checkpoint: pass --model DIR "
-            "(or --engine machine / --engine interp)"
-        )
+    _check_engine(args.engine, args.model)
     return RunnerLauncher(engine=args.engine, model_dir=args.model, max_steps=args.max_steps)
 
 
@@ -304,8 +318,8 @@ def cmd_eval(args) -> int:
     replies = load_replies(args.replies) if args.replies else None
     if replies is None and not args.model:
         raise QwenGPUError("eval needs --model DIR (or --replies FILE for a scripted run)")
-    if "gpu" in modes and args.engine == "model" and not args.model:
-        raise QwenGPUError("--engine model needs --model DIR (or use --engine machine / interp)")
+    if "gpu" in modes:
+        _check_engine(args.engine, args.model)
     _threads()
     model, tok = _load_model(args)
 

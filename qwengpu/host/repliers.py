@@ -240,13 +240,32 @@ class ScriptedReplier:
         return Reply(text, {"tokens": 0, "seconds": 0.0, "cut_off": False, "mode": "scripted"})
 
 
-def load_chat_model(model_dir: str):
-    """A chat model and its tokenizer with stock ``transformers`` (no custom code), float32."""
+def is_mount(model_dir: str) -> bool:
+    """Whether ``model_dir`` is a mounted checkpoint (``qwengpu build`` wrote its sidecar)."""
+    from pathlib import Path
+
+    return (Path(model_dir) / "qwengpu_mount.json").is_file()
+
+
+def load_chat_model(model_dir: str, shared_mount: bool = True):
+    """A chat model and its tokenizer with stock ``transformers`` (no custom code), float32.
+
+    For a mounted checkpoint the stock model is the one :mod:`qwengpu.runtime.mounted` holds for
+    the same folder (``shared_mount``), so text and launches use one copy of the weights: the text
+    through the stock forward of the whole mount, each launch as its own sequence."""
     from pathlib import Path
 
     p = Path(model_dir)
     if not (p / "config.json").is_file():
         raise QwenGPUError(f"{model_dir}: not a model folder (no config.json)")
+    if shared_mount and is_mount(model_dir):
+        from transformers import AutoTokenizer
+
+        from qwengpu.runtime.mounted import mounted_model
+
+        mm = mounted_model(model_dir)
+        mm._load_stock()  # the whole mount, stock from_pretrained, float32
+        return mm.stock, AutoTokenizer.from_pretrained(str(p))
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer

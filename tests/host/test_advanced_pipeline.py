@@ -186,3 +186,64 @@ def test_damaged_machine_weight_breaks_the_launch(chat_model, launcher):
             w[h] = old
     assert not o.ok and o.kind == "step_limit" and o.outputs == {}
     assert launcher.launch(ADD, add_spec(2, 40)).outputs == {"out": [42]}
+
+
+def test_model_replier_streams_what_greedy_decoding_writes(chat_model):
+    """The generating replier (stock ``generate``): its text is the stream's text, and its tokens are
+    the argmax of the model's own forward at each step (checked here without the cache)."""
+    import torch
+
+    from qwengpu.host.prompts import RUN_CUDA_TOOL, system_prompt
+    from qwengpu.host.repliers import ModelReplier
+
+    model, tok = chat_model
+    msgs = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": "What is 2 + 40?"}]
+    chunks: list[str] = []
+    r = ModelReplier(model, tok, max_new_tokens=6).reply(msgs, [RUN_CUDA_TOOL], on_text=chunks.append)
+    assert r.stats["mode"] == "generated" and 1 <= r.stats["tokens"] <= 6
+    assert "".join(chunks) == r.text
+    ids = tok(render_prompt(tok, msgs, [RUN_CUDA_TOOL]), add_special_tokens=False).input_ids
+    want = []
+    with torch.no_grad():
+        for _ in range(r.stats["tokens"]):
+            nxt = int(model(input_ids=torch.tensor([ids + want]), use_cache=False).logits[0, -1].argmax())
+            want.append(nxt)
+    got = tok(r.text, add_special_tokens=False).input_ids
+    assert tok.decode(want, skip_special_tokens=False).startswith(tok.decode(got, skip_special_tokens=False))
+
+
+@pytest.mark.slow
+def test_mounted_model_writes_the_text_and_runs_the_launch(tmp_path_factory):
+    """The real mount (synthetic base + the machine, ``qwengpu build``): the replies are teacher-forced
+    through the stock forward of the whole mounted checkpoint (its own tokenizer and chat template),
+    and the launch runs inside the same checkpoint as its own sequence. Minutes: the mount is ~5 GB
+    and the prompt ~2,000 tokens through 41 stock layers."""
+    import torch
+
+    from qwengpu.host.repliers import is_mount, load_chat_model
+    from qwengpu.model.mount import build_mount
+    from qwengpu.model.synthetic import make_synthetic_base
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("host-mount")
+    base = make_synthetic_base(root / "base", hidden=128, vocab=1024, layers=2, dtype="bfloat16", tied=True)
+    build_mount(base, root / "mount")
+    mount = str(root / "mount")
+    assert is_mount(mount)
+    model, tok = load_chat_model(mount)
+    out = io.StringIO()
+    view = ConsoleView(Console(file=out, width=120, force_terminal=False, color_system=None))
+    replies = [xml_call(ADD, add_spec(19, 23)), "19 + 23 = 42.\nAnswer: 42"]
+    sess = Session(
+        ForcedReplier(model, tok, replies), RunnerLauncher(engine="model", model_dir=mount), events=view
+    )
+    turn = sess.ask("What is 19 + 23?")
+    assert turn.status == "computed" and turn.computed.outputs == {"out": [42]}
+    st = turn.attempts[0].outcome.stats
+    assert (
+        st["runtime"].startswith("mounted")
+        and st["tokens"] > 0
+        and turn.attempts[0].outcome.engine == "model"
+    )
+    assert all(r["mode"] == "teacher-forced" and r["prompt_tokens"] > 500 for r in turn.replies)
+    assert "inside the mounted model" in out.getvalue() and "GPU result: out = [42]" in out.getvalue()

@@ -113,6 +113,7 @@ def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
         (["ask", "hi", "--model", "/nonexistent", "--engine", "interp"], "not a model folder"),
         (["ask", "hi", "--engine", "interp", "--retries", "-1", "--replies", "x"], "--retries"),
         (["eval", "/nonexistent", "--replies", "x"], "no questions.jsonl"),
+        (["ask", "hi", "--model", "bench/advanced"], "is not a mounted checkpoint"),
         (["eval", "bench/advanced", "--engine", "interp"], "eval needs --model"),
         (["eval", "bench/advanced", "--modes", "gpu,cpu", "--replies", "x"], "--modes takes"),
     ],
