@@ -208,6 +208,19 @@ def test_real_cuda_kernels_in_the_weights(machine, name):
 
 
 @pytest.mark.slow
+def test_double_literal_in_a_float_expression_in_the_weights(machine):
+    """halfx: ``x * 0.5 + 1.25`` with a float x is f64 code (cvt.f64.f32, fma.rn.f64,
+    cvt.rn.f32.f64); the model runs softfloat64's integer sequences for the three pair ops
+    (4 threads, ~1250 warp instructions) and writes the spec's NumPy values, bit for bit."""
+    run = run_machine(K / "halfx.cu", model=machine[1], max_tokens=100000)
+    sim = run_for_weights(K / "halfx.cu")
+    _same(run.outputs, sim.outputs)
+    _same(run.outputs, run_kernel(K / "halfx.cu").outputs)
+    assert run.passed, run.mismatches
+    assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]
+
+
+@pytest.mark.slow
 def test_tiled_matrix_mul_2d_launch_in_the_weights(machine):
     """mm2d: a tiled matrixMul with ``dim3 block(4, 4)`` on a 2-D grid (2, 2): tid.x/y and
     ctaid.x/y come from the circuit's linear indices (softmem.py), shared tiles, barriers, fmaf."""
