@@ -3,6 +3,7 @@
     python bench/softfloat_cost.py             # per op form: static / dynamic / live temporaries (~30 s)
     python bench/softfloat_cost.py --corpus    # + every float kernel of the corpus before/after (~1 min)
     python bench/softfloat_cost.py --json
+    python bench/softfloat_cost.py --f64       # the f64 pair ops of softfloat64.py instead (~1 min)
 
 Per op form (the machine op with its modifiers, as the lowering emits it): ``static`` = machine
 instructions of its integer sequence (all ``soft.WEIGHT_OPS``), ``dynamic`` = machine warp
@@ -180,12 +181,62 @@ def corpus_rows() -> list[dict]:
     return out
 
 
+F64_FORMS = [
+    ("add", "rn"), ("add", "rz"), ("sub", "rn"), ("mul", "rn"), ("mul", "rm"), ("fma", "rn"), ("fma", "rp"),
+    ("div", "rn"), ("div", "rz"), ("rcp", "rn"), ("sqrt", "rn"), ("sqrt", "rp"), ("min", ""), ("max", ""),
+    ("setp", "lt"), ("setp", "equ"), ("d2f", "rn"), ("f2d", ""), ("s32", "rn"), ("s64", "rn"),
+    ("u64", "rz"), ("to_s32", "rzi"), ("to_u64", "rni"), ("rint", "rmi"), ("neg", ""),
+]  # fmt: skip
+
+
+def f64_rows() -> list[dict]:
+    """Per PTX f64 form: program rows of its weight-op sequence (inline, routines off; shared
+    routines like mul counted inline too), machine warp instructions issued and 4-lane passes
+    for one full warp (32 lanes of random operand bits), as the simulator counts them."""
+    import f64_helpers as fh
+
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.soft import Options, expand_for_weights
+
+    def size(form: str, r: str) -> int:
+        return len(expand_for_weights(lower_kernel(fh.module(form, r), "k", [True] * 4),
+                                      options=Options(routines="never")).code)
+
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.integers(0, 2**64, 32, dtype=np.uint64) for _ in range(3))
+    base_info: dict = {}
+    fh.run("neg", "", a, b, c, weights=True, info=base_info)
+    base = (size("neg", ""), base_info["stats"].warp_instructions, base_info["stats"].passes)
+    out = []
+    for form, r in F64_FORMS:
+        info: dict = {}
+        fh.run(form, r, a, b, c, weights=True, info=info)
+        st = info["stats"]
+        out.append({
+            "form": f"{form}.{r}" if r else form, "rows": size(form, r) - base[0],
+            "warp_instructions": st.warp_instructions - base[1], "passes": st.passes - base[2],
+        })  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--f64", action="store_true", help="the f64 pair ops (softfloat64.py)")
     args = ap.parse_args()
     t0 = time.time()
+    if args.f64:
+        rows64 = f64_rows()
+        if args.json:
+            print(json.dumps(rows64, indent=1))
+            return
+        print("| PTX f64 form | program rows (inline) | warp instructions / warp | passes / warp |")
+        print("|---|---:|---:|---:|")
+        for r in rows64:
+            print(f"| `{r['form']}` | {r['rows']} | {r['warp_instructions']} | {r['passes']} |")
+        print(f"\n({time.time() - t0:.0f} s)", file=sys.stderr)
+        return
     res: dict = {"forms": rows()}
     if args.corpus:
         res["corpus"] = corpus_rows()
