@@ -63,6 +63,8 @@ FORMS = {
     "to_u64": "cvt.{r}.u64.f64 %rd10, %fd1;",
     "to_s16": "cvt.{r}.s16.f64 %rs1, %fd1; cvt.u64.u16 %rd10, %rs1;",
     "rint": "cvt.{r}.f64.f64 %fd4, %fd1; mov.b64 %rd10, %fd4;",
+    "guarded_add": "mov.f64 %fd4, %fd1; @%p3 add.{r}.f64 %fd4, %fd4, %fd2; mov.b64 %rd10, %fd4;",
+    "guarded_div": "mov.f64 %fd4, %fd1; @!%p3 div.{r}.f64 %fd4, %fd2, %fd4; mov.b64 %rd10, %fd4;",
 }
 
 

@@ -167,6 +167,17 @@ def test_setp_bop_and_guard() -> None:
         assert (run("setp_bop", "lt", a, b, weights=w) == want.astype(np.uint64)).all()
 
 
+@pytest.mark.parametrize("r", ["rn", "rm"])
+def test_guarded_ops_with_aliased_destination(r: str) -> None:
+    """@p add / @!p div into a register that is also a source: lanes whose guard is false keep it."""
+    a, b = edge_pairs()
+    odd = (np.arange(len(a)) & 1).astype(bool)
+    add, div = fp32.add64(a, b, r), fp32.div64(b, a, r)
+    for w in (False, True):
+        assert (run("guarded_add", r, a, b, weights=w) == np.where(odd, add, a)).all()
+        assert (run("guarded_div", r, a, b, weights=w) == np.where(odd, a, div)).all()
+
+
 words = st.lists(st.integers(0, 2**64 - 1), min_size=32, max_size=32)
 
 
