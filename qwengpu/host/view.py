@@ -25,6 +25,11 @@ ENGINE_LABEL = {
     "machine": "inside the standalone machine model (its own sequence)",
     "model": "inside the mounted model (the launch is its own sequence)",
 }
+ENGINE_SHORT = {
+    "interp": "on the reference interpreter (a dry run)",
+    "machine": "inside the standalone machine model",
+    "model": "inside the mounted model",
+}
 _MARKERS = ("<tool_call>", "<function=")
 
 
@@ -32,7 +37,11 @@ class ConsoleView(Events):
     """Renders a session's events on a ``rich`` console."""
 
     def __init__(self, console: Console | None = None, show_trace: bool = False) -> None:
-        self.console = console or Console(highlight=False)
+        if console is None:
+            console = Console(highlight=False)
+            if not console.is_terminal:  # piped: a fixed, readable width
+                console = Console(highlight=False, width=100)
+        self.console = console
         self.show_trace = show_trace
         self._buf = ""
         self._hidden = False
@@ -192,7 +201,7 @@ class ConsoleView(Events):
                 )
         n = len(turn.attempts)
         tries = f"{n} attempt{'s' if n != 1 else ''}" if n else "no kernel"
-        where = f" ({ENGINE_LABEL.get(turn.engine, turn.engine)})" if turn.status == "computed" else ""
+        where = f" {ENGINE_SHORT.get(turn.engine, turn.engine)}" if turn.status == "computed" else ""
         self.console.print(
             Text(
                 f"[{turn.status}] {STATUS_TEXT.get(turn.status, '')}{where} · {tries} · {turn.seconds:.1f} s",
