@@ -82,7 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to run: the GPU compiled into the model's weights (default), the reference "
         "interpreter (fast), or machine+base model",
     )
-    p.add_argument("--model", metavar="DIR", help="checkpoint folder for --engine model")
+    p.add_argument("--model", metavar="DIR", help="--engine model: the mounted checkpoint (`qwengpu build`)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"],
+                   help="--engine model --runtime stock: where the stock forward runs (default cpu)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="--engine model: launches are exact in float32 only (others are refused)")
     p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
     p.add_argument("--trace", action="store_true", help="print every warp instruction as it issues (stderr)")
     p.add_argument(
@@ -114,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine", default="machine", choices=["interp", "machine", "model"],
         help="machine (default: every kernel inside the model; minutes for a corpus) or interp (seconds)",
     )
-    p.add_argument("--model", metavar="DIR")
+    p.add_argument("--model", metavar="DIR", help="--engine model: the mounted checkpoint (`qwengpu build`)")
     p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
     p.add_argument("--json", action="store_true", help="print one JSON object with every result")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
@@ -145,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     from qwengpu.model.kl import add_parser as _add_kl_parser  # qwengpu kl (qwengpu/model/kl.py)
 
     _add_kl_parser(sub)
+    from qwengpu.model.mount import add_parser as _add_build_parser  # qwengpu build (the mount)
+    from qwengpu.model.verify import add_parser as _add_verify_parser  # qwengpu verify
+
+    _add_build_parser(sub)
+    _add_verify_parser(sub)
     return ap
 
 
@@ -204,6 +213,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model_dir=args.model,
         runtime=args.runtime,
         replay=args.replay,
+        device=args.device,
+        dtype=args.dtype,
     )
     if args.progress:
         print(file=sys.stderr)
@@ -438,6 +449,18 @@ def _cmd_kl(args: argparse.Namespace) -> int:
     return cmd_kl(args)
 
 
+def _cmd_build(args: argparse.Namespace) -> int:
+    from qwengpu.model.mount import cmd_build
+
+    return cmd_build(args)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from qwengpu.model.verify import cmd_verify
+
+    return cmd_verify(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -454,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _cmd_chat,
         "eval": _cmd_eval,
         "kl": _cmd_kl,
+        "build": _cmd_build,
+        "verify": _cmd_verify,
     }
     try:
         return handlers[args.cmd](args)

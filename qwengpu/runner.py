@@ -2,8 +2,8 @@
 
 Engines: ``interp`` (the reference SIMT interpreter) and ``machine`` (the GPU compiled into a
 stock Qwen3.5 model; so far a first slice that refuses, with a ``MachineLimitError`` naming the
-reason, what it cannot run). ``model`` (the machine in front of Qwen3.5-2B) is a clear error until
-it lands — never a silent fallback.
+reason, what it cannot run) and ``model`` (the machine mounted in front of a Qwen3.5: a checkpoint
+``qwengpu build`` wrote, ``model_dir``; :mod:`qwengpu.runtime.mounted`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def run_kernel(
     model_dir: str | None = None,
     runtime: str = "fast",
     replay: bool = False,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> RunResult:
     """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back.
 
@@ -106,10 +108,10 @@ def run_kernel(
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(source, spec.kernel))
     if engine == "model":
-        raise QwenGPUError(
-            "engine 'model' (the machine mounted in front of a Qwen3.5-2B) is not available yet; "
-            "use --engine machine (the machine alone in a stock Qwen3.5 model) or --engine interp"
-        )
+        if replay:
+            raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
+        return _run_on_model(cu, Path(spec_path), spec, model_dir, runtime, device, dtype, progress, trace,
+                             max_steps)
     if engine == "machine":
         return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay)
     if replay:
@@ -177,6 +179,36 @@ def _run_on_machine(
             )
     stats["seconds_total"] = round(time.perf_counter() - t0, 3)
     result = RunResult(spec.kernel, "machine", spec, run.outputs, stats)
+    result.mismatches = compare(spec, run.outputs)
+    return result
+
+
+def _run_on_model(
+    cu: Path, spec_path: Path, spec: LaunchSpec, model_dir: str | None, runtime: str, device: str,
+    dtype: str, progress=None, trace=None, max_steps=None,
+) -> RunResult:
+    """The machine mounted in front of a Qwen3.5 (``qwengpu build``): a launch is its own sequence,
+    every result read from the model's argmax tokens (mapped back from the mount's ids)."""
+    if not model_dir:
+        raise QwenGPUError("--engine model needs --model DIR (a mounted checkpoint that `qwengpu build` "
+                           "wrote)")
+    from qwengpu.runtime.mounted import mounted_model
+
+    t0 = time.perf_counter()
+    mm = mounted_model(model_dir, runtime=runtime, device=device, dtype=dtype)
+    t_start = time.perf_counter()
+
+    def tokens(n: int) -> None:
+        if progress is not None:
+            progress(Stats(warp_instructions=n, seconds=time.perf_counter() - t_start))
+
+    run = mm.launch(cu, spec_path, progress=tokens if progress else None, trace=trace,
+                    max_tokens=min(40 * (max_steps or 50_000), 2_000_000),
+                    interpret=lambda: run_kernel(cu, spec_path))
+    stats = dict(run.stats)
+    stats["load_seconds"] = round(mm.load_seconds, 3)
+    stats["seconds_total"] = round(time.perf_counter() - t0, 3)
+    result = RunResult(spec.kernel, "model", spec, run.outputs, stats)
     result.mismatches = compare(spec, run.outputs)
     return result
 

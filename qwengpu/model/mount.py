@@ -250,8 +250,19 @@ def machine_entry(mcfg, progress: Progress = None) -> Path:
         except (MountError, ValueError, OSError):
             ok = False
     if not ok:
+        from qwengpu.compiler import FitError
+
         _note(progress, "building the machine for the base's layer shape (cached afterwards)")
-        io, model = load_or_build(mcfg)
+        try:
+            io, model = load_or_build(mcfg)
+        except FitError as e:
+            from qwengpu.model.configs import test_config
+
+            tc = test_config()
+            diff = ", ".join(f"{k} = {getattr(mcfg, k)!r}" for k in LAYER_FIELDS
+                             if getattr(mcfg, k) != getattr(tc, k))
+            raise MountError(f"config.json: the layer shape ({diff or 'as given'}) cannot host the machine: "
+                             f"{' '.join(str(e).split())}") from None
         del io, model
         import gc
 
@@ -278,7 +289,20 @@ class MachineInfo:
     fingerprint: str
 
 
+_INSPECTED: dict[tuple[str, int], MachineInfo] = {}
+
+
 def inspect_machine(entry: Path) -> MachineInfo:
+    """:func:`inspect_machine_uncached`, once per process and cache entry (a pass over ~5 GB)."""
+    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in Path(entry).glob("*.safetensors")))
+    key = (str(Path(entry).resolve()), hash(stamp))
+    if key not in _INSPECTED:
+        _INSPECTED.clear()
+        _INSPECTED[key] = inspect_machine_uncached(Path(entry))
+    return _INSPECTED[key]
+
+
+def inspect_machine_uncached(entry: Path) -> MachineInfo:
     """Find the machine's used dims (every dim a weight, embedding row or head column touches) and
     check what the mount relies on: old filler dims are touched by the embedding alone, every
     embedding row has the same mass on the used dims, no weight touches an unused dim."""
@@ -375,7 +399,15 @@ def _prefix(layout: str) -> str:
 
 
 def check_layer_shape(text: dict[str, Any], mcfg) -> None:
-    """The machine layers share the base's layer shape (one value per field in Qwen3.5)."""
+    """The machine layers share the base's layer shape (one value per field in Qwen3.5); fields
+    the machine's exactness rests on are refused at once, by name."""
+    if text.get("hidden_act", "silu") != "silu":
+        raise MountError(f"config.json: hidden_act = {text['hidden_act']!r} cannot host the machine "
+                         "(its MLPs are exact through SiLU)")
+    eps = text.get("rms_norm_eps", 1e-6)
+    if not isinstance(eps, (int, float)) or not 0 <= eps < 2.0 ** -18:
+        raise MountError(f"config.json: rms_norm_eps = {eps!r} cannot host the machine (every machine "
+                         "RMSNorm must scale by exactly 1/8: eps must vanish against 64, i.e. < 2^-18)")
     for k in LAYER_FIELDS:
         want = getattr(mcfg, k)
         have = text.get(k, want)
@@ -699,7 +731,18 @@ def extend_tokenizer(src: Path, dst: Path, V: int) -> bool:
     top = max([a["id"] for a in added] + list(tok.get("model", {}).get("vocab", {}).values()) + [-1])
     if top >= V:
         raise MountError(f"{tj}: token id {top} is not below vocab_size {V}")
+    vocab = tok.get("model", {}).get("vocab")
+    if not isinstance(vocab, dict):
+        raise MountError(f"{tj}: tokenizer model {tok.get('model', {}).get('type')!r} has no vocab map "
+                         "(a Qwen BPE tokenizer is expected)")
+    for a in added:  # the base's added tokens get explicit ids too (``tokenizers`` numbers added
+        if vocab.setdefault(a["content"], a["id"]) != a["id"]:  # tokens absent from the vocab by count)
+            raise MountError(f"{tj}: added token {a['content']!r} has id {a['id']} but the vocab says "
+                             f"{vocab[a['content']]}")
     for t in range(MACHINE_VOCAB):
+        # in the model's vocab too: ``tokenizers`` numbers added tokens after the last id it knows,
+        # but keeps the id of one the model already has, so the ids land at V + t despite any gap
+        vocab[machine_token(t)] = V + t
         added.append({"id": V + t, "content": machine_token(t), "single_word": False, "lstrip": False,
                       "rstrip": False, "normalized": False, "special": True})
     (dst / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
@@ -862,3 +905,45 @@ def peak_rss_bytes() -> int:
 
 __all__ = ["build_mount", "read_mount_sidecar", "MountError", "make_plan", "inspect_machine",
            "Checkpoint", "machine_config_for", "machine_entry"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------------
+def add_parser(sub) -> None:
+    """``qwengpu build --base BASE --out OUT [--width N] [--overwrite] [--json]``."""
+    p = sub.add_parser("build", help="mount the machine in front of a local Qwen3.5 checkpoint (one stock "
+                       "float32 checkpoint: the machine's layers, then the base's)")
+    p.add_argument("--base", required=True, metavar="DIR", help="a local Qwen3.5 checkpoint folder "
+                   "(Qwen3_5ForCausalLM or Qwen3_5ForConditionalGeneration, safetensors)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to create (new or empty)")
+    p.add_argument("--width", type=int, metavar="N", help="mounted hidden size (default: H * 4^k when one "
+                   "fits, so text logits stay bit-identical, else H + 2048)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--json", action="store_true", help="print the sidecar summary as JSON")
+
+
+def cmd_build(args) -> int:
+    import sys
+
+    t0 = time.perf_counter()
+
+    def note(msg: str) -> None:
+        print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    rec = build_mount(args.base, args.out, width=args.width, overwrite=args.overwrite, progress=note)
+    info = {k: rec[k] for k in ("layout", "hidden", "mounted_hidden", "c", "layers", "token_offset",
+                                "compiler_version", "total_bytes", "seconds")}
+    info["path"] = str(args.out)
+    info["peak_rss_bytes"] = peak_rss_bytes()
+    if args.json:
+        print(json.dumps(info))
+    else:
+        lm, lb = rec["layers"]["machine"][1], rec["layers"]["base"][1] - rec["layers"]["base"][0]
+        print(f"wrote {args.out}: {lm} machine layers + {lb} base layers, hidden {rec['hidden']} -> "
+              f"{rec['mounted_hidden']} (c = {rec['c']:.6g}), vocabulary {rec['token_offset']:,} + "
+              f"{MACHINE_VOCAB:,}, {rec['total_bytes'] / 1e9:.2f} GB float32, in {rec['seconds']:.1f} s "
+              f"(peak memory {info['peak_rss_bytes'] / 2**30:.2f} GiB)")
+        print("load it with transformers.AutoModelForCausalLM.from_pretrained(OUT) (no custom code); "
+              "launches: qwengpu run K.cu --engine model --model OUT")
+    return 0

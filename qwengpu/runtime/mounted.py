@@ -286,13 +286,14 @@ class MountedModel:
 _LOADED: dict[tuple[str, str, str, float], MountedModel] = {}
 
 
-def mounted_model(path: str | Path, runtime: str = "fast", device: str = "cpu") -> MountedModel:
+def mounted_model(path: str | Path, runtime: str = "fast", device: str = "cpu",
+                  dtype: str = "float32") -> MountedModel:
     """:meth:`MountedModel.load`, once per process (keyed by folder, runtime, device, sidecar time)."""
     p = Path(path)
     side = p / "qwengpu_mount.json"
-    key = (str(p.resolve()), runtime, device, side.stat().st_mtime if side.exists() else 0.0)
+    key = (str(p.resolve()), runtime, f"{device}:{dtype}", side.stat().st_mtime if side.exists() else 0.0)
     if key not in _LOADED:
-        _LOADED[key] = MountedModel.load(p, runtime=runtime, device=device)
+        _LOADED[key] = MountedModel.load(p, runtime=runtime, device=device, dtype=dtype)
     return _LOADED[key]
 
 
