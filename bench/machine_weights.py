@@ -53,6 +53,25 @@ def _layout(config) -> dict:
     }
 
 
+def _provenance() -> dict:
+    """What every log row records: the commit (and whether the tree had uncommitted changes) and
+    the machine's compiler version, so a figure can be traced to the code that produced it."""
+    import subprocess
+
+    from qwengpu.model.machine_checkpoint import compiler_version
+
+    def git(*a: str) -> str:
+        try:
+            out = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=True)
+            return out.stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {"commit": git("rev-parse", "--short=12", "HEAD") + ("+dirty" if dirty else ""),
+            "compiler_version": compiler_version()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=str(ROOT / "kernels"))
@@ -76,6 +95,7 @@ def main() -> None:
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus, run_kernel
     from qwengpu.runtime.engine import machine_model, prepare, run_machine, test_config
+    from qwengpu.spec import load_spec
 
     cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
     t0 = time.perf_counter()
@@ -115,8 +135,9 @@ def main() -> None:
         lines = Path(args.log).read_text().splitlines()
         done = {json.loads(line)["kernel"] for line in lines if line.strip()}
         items = [(cu, spec) for cu, spec in items if cu.stem not in done]
+    provenance = _provenance()
     for cu, spec in items:
-        row: dict = {"kernel": cu.stem}
+        row: dict = {"kernel": cu.stem, **provenance}
         try:
             _, prog, prompt, _, _ = prepare(cu, spec)
         except QwenGPUError as exc:
@@ -137,8 +158,14 @@ def main() -> None:
             for n in ref.outputs
         )
         st = run.stats
+        tol = load_spec(spec).tolerance_ulp
+        # "exact": bit-identical to the interpreter and to the independent expected values; a kernel
+        # with approximate instructions (tolerance_ulp) is bit-identical to the interpreter's *model*
+        # of them and only within tolerance of the true values: "approx", as `qwengpu check` says
+        status = ("approx" if tol else "exact") if same and run.passed else "WRONG"
         row.update(
-            status="exact" if same and run.passed else "WRONG",
+            status=status,
+            expected=f"within {tol} ulp" if tol else "bit-exact",
             tokens=st["tokens"],
             warp_instructions=st["warp_instructions"],
             passes=st["passes"],
@@ -169,6 +196,7 @@ def main() -> None:
     summary = {
         "kernels": len(rows),
         "exact": sum(r["status"] == "exact" for r in rows),
+        "approx": sum(r["status"] == "approx" for r in rows),
         "wrong": sum(r["status"] == "WRONG" for r in rows),
         "refused": sum(r["status"] == "refused" for r in rows),
         "not_run": sum(r["status"] == "not run" for r in rows),
@@ -215,7 +243,9 @@ def main() -> None:
             )
     s = summary
     print(
-        f"\n{s['exact']} exact, {s['wrong']} wrong, {s['not_run']} accepted but not run, "
+        f"\n{s['exact']} exact, {s['approx']} approx (bit-identical to the interpreter's model of the "
+        f"approximate instructions, within tolerance of the true values), {s['wrong']} wrong, "
+        f"{s['not_run']} accepted but not run, "
         f"{s['refused']} refused (of {s['kernels']}); {s['tokens']:,} tokens for "
         f"{s['warp_instructions']:,} warp instructions = {s['tokens_per_warp_instruction']} tokens per "
         "warp instruction"
