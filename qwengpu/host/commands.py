@@ -224,11 +224,7 @@ def cmd_ask(args) -> int:
     if args.json:
         sess = Session(replier, launcher, retries=args.retries, events=Events(), trace=args.show_trace)
         turn = sess.ask(question)
-        d = turn.as_json()
-        if not args.show_trace:
-            for a in d["attempts"]:
-                a.pop("trace", None)
-        print(json.dumps(d))
+        print(json.dumps(turn.as_json()))
         return 0
     from qwengpu.host.view import ENGINE_LABEL, ConsoleView
 

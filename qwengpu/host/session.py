@@ -59,6 +59,8 @@ class Attempt:
         }
         if self.outcome is not None:
             d.update(self.outcome.as_json())
+            if self.outcome.trace:
+                d["trace"] = self.outcome.trace
         return d
 
 

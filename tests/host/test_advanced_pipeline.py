@@ -247,3 +247,24 @@ def test_mounted_model_writes_the_text_and_runs_the_launch(tmp_path_factory):
     )
     assert all(r["mode"] == "teacher-forced" and r["prompt_tokens"] > 500 for r in turn.replies)
     assert "inside the mounted model" in out.getvalue() and "GPU result: out = [42]" in out.getvalue()
+
+
+def test_unsupported_instruction_is_refused_by_name(chat_model, launcher):
+    sin = 'extern "C" __global__ void s(float x, float *out) { out[0] = __sinf(x); }'
+    spec = json.dumps(
+        {
+            "kernel": "s",
+            "grid": 1,
+            "block": 1,
+            "outputs": ["out"],
+            "args": [
+                {"name": "x", "type": "f32", "value": 1.5},
+                {"name": "out", "type": "f32*", "data": [0]},
+            ],
+        }
+    )
+    sess, _ = _session(chat_model, launcher, [xml_call(sin, spec), "I cannot compute it.\nAnswer: 0.997"])
+    turn = sess.ask("What is sin(1.5) in float32?")
+    o = turn.attempts[0].outcome
+    assert o.kind == "machine_limit" and "sin.approx.f32" in o.message and "kernel.cu:1" in o.message
+    assert "sin.approx.f32" in sess.messages[-2]["content"]  # the model reads which instruction
