@@ -5,7 +5,7 @@
  *   - the template is instantiated by hand: extern "C" wrapper MatrixMulCUDA_4() calls MatrixMulCUDA<4>()
  *     (MatrixMulCUDA became a __device__ template; BLOCK_SIZE 4 instead of 16 or 32)
  *   - host code, #include <cuda_runtime.h>, <cooperative_groups.h> and <helper_*.h> removed
- *   - launch: C (4 x 8) = A (4 x 8, wA 8) * B (8 x 8, wB 8), 2-D grid (2, 1) of 2-D blocks (4, 4)
+ *   - launch: C (4 x 8) = A (4 x 4, wA 4) * B (4 x 8, wB 8), 2-D grid (2, 1) of 2-D blocks (4, 4)
  */
 template <int BLOCK_SIZE> __device__ void MatrixMulCUDA(float *C, float *A, float *B, int wA, int wB)
 {

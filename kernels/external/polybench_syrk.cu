@@ -3,11 +3,11 @@
  * License: PolyBench/GPU (PolyBench-ACC LICENSE, Copyright (C) 2013-2016 University of Delaware; BSD-style)
  * Changes:
  *   - extern "C" added; host code and #include lines (polybench.h, syrk.cuh) removed
- *   - NI 1024 -> 5, NJ 1024 -> 4; _PB_* -> the compile-time sizes; DATA_TYPE float
- *   - launch: 2-D grid (1, 2) of 2-D blocks (8, 4) (was 32 x 8): threads outside (i < NI) && (j < NI) do
+ *   - NI 1024 -> 4, NJ 1024 -> 4; _PB_* -> the compile-time sizes; DATA_TYPE float
+ *   - launch: 2-D grid (1, 2) of 2-D blocks (4, 3) (was 32 x 8): threads outside (i < NI) && (j < NI) do
  *     nothing; alpha 32412 and beta 2123 as the original's init()
  */
-#define NI 5
+#define NI 4
 #define NJ 4
 #define _PB_NI NI
 #define _PB_NJ NJ

@@ -439,7 +439,7 @@ def fnv1a64_hash() -> Launch:
 
 @kernel
 def mandelbrot() -> Launch:
-    rows, cols, max_it = 4, 5, 8
+    rows, cols, max_it = 4, 3, 8
     four = np.float32(4.0)
     out = []
     for i in range(rows):
@@ -460,7 +460,7 @@ def mandelbrot() -> Launch:
     return Launch(
         "mandel",
         [1, 2, 1],
-        [4, 4, 1],
+        [4, 2, 1],
         [
             buf("b", "i32", [-1] * (rows * cols)),
             buf("p", "i32", [rows, cols, max_it]),
@@ -469,7 +469,7 @@ def mandelbrot() -> Launch:
         ],
         ["b"],
         {"b": out},
-        description="Mandelbrot escape counts of a 4 x 5 image (8 iterations), 2-D grid",
+        description="Mandelbrot escape counts of a 4 x 3 image (8 iterations), 2-D grid",
     )
 
 

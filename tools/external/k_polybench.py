@@ -213,7 +213,7 @@ def polybench_gemm() -> Launch:
 @kernel
 def polybench_syrk() -> Launch:
     r = Rng(3007)
-    ni, nj = 5, 4
+    ni, nj = 4, 4
     alpha, beta = np.float32(32412), np.float32(2123)
     a = r.floats(ni * nj, -1, 1)
     c0 = r.floats(ni * ni, -1, 1)
@@ -225,7 +225,7 @@ def polybench_syrk() -> Launch:
     return Launch(
         "syrk_kernel",
         [1, 2, 1],
-        [8, 4, 1],
+        [4, 3, 1],
         [
             val("ni", "i32", ni),
             val("nj", "i32", nj),
@@ -236,7 +236,7 @@ def polybench_syrk() -> Launch:
         ],
         ["c"],
         {"c": c},
-        description="C = alpha A A^T + beta C (5 x 4), 2-D grid of 8 x 4 blocks",
+        description="C = alpha A A^T + beta C (4 x 4), 2-D grid of 4 x 3 blocks",
     )
 
 

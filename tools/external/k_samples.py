@@ -379,15 +379,15 @@ def transpose_diagonal() -> Launch:
 @kernel
 def matrix_mul() -> Launch:
     r = Rng(1013)
-    h, n = 4, 8  # C (h x n) = A (h x n) * B (n x n)
-    a = r.floats(h * n, -2, 2)
-    b = r.floats(n * n, -2, 2)
+    h, w, n = 4, 4, 8  # C (h x n) = A (h x w) * B (w x n)
+    a = r.floats(h * w, -2, 2)
+    b = r.floats(w * n, -2, 2)
     c = []
     for row in range(h):
         for col in range(n):
             acc = np.float32(0.0)
-            for k in range(n):  # Csub += As[ty][k] * Bs[k][tx]: one fma per k (PTX fma.rn.f32)
-                acc = F.fma(a[row * n + k], b[k * n + col], acc)
+            for k in range(w):  # Csub += As[ty][k] * Bs[k][tx]: one fma per k (PTX fma.rn.f32)
+                acc = F.fma(a[row * w + k], b[k * n + col], acc)
             c.append(acc)
     return Launch(
         "MatrixMulCUDA_4",
@@ -397,12 +397,12 @@ def matrix_mul() -> Launch:
             buf("C", "f32", [0] * (h * n)),
             buf("A", "f32", a),
             buf("B", "f32", b),
-            val("wA", "i32", n),
+            val("wA", "i32", w),
             val("wB", "i32", n),
         ],
         ["C"],
         {"C": c},
-        description="tiled (4 x 8)(8 x 8) matrix product (BLOCK_SIZE 4): each element an fma chain over k",
+        description="tiled (4 x 4)(4 x 8) matrix product (BLOCK_SIZE 4): each element an fma chain over k",
     )
 
 
