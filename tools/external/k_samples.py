@@ -735,3 +735,58 @@ def nbody_integrate() -> Launch:
         shared_bytes=16 * bs,
         description="one all-pairs n-body step of 8 bodies (softened gravity, tiles through shared memory)",
     )
+
+
+def _odd_even_merge_shared(keys: list[int], vals: list[int], dir_: int) -> tuple[list[int], list[int]]:
+    """oddEvenMergeSortShared on one block (Batcher's network), comparator by comparator; the pairs of
+    one stage are disjoint, so the threads' order inside a stage does not matter."""
+    k, v = list(keys), list(vals)
+    nthreads = len(k) // 2
+
+    def comparator(a: int, b: int) -> None:
+        if (k[a] > k[b]) == bool(dir_):
+            k[a], k[b] = k[b], k[a]
+            v[a], v[b] = v[b], v[a]
+
+    size = 2
+    while size <= len(k):
+        stride = size // 2
+        for t in range(nthreads):
+            pos = 2 * t - (t & (stride - 1))
+            comparator(pos, pos + stride)
+        offsets = [t & (size // 2 - 1) for t in range(nthreads)]
+        stride >>= 1
+        while stride > 0:
+            for t in range(nthreads):
+                pos = 2 * t - (t & (stride - 1))
+                if offsets[t] >= stride:
+                    comparator(pos - stride, pos)
+            stride >>= 1
+        size <<= 1
+    return k, v
+
+
+@kernel
+def odd_even_merge_sort() -> Launch:
+    r = Rng(1021)
+    n = 32
+    keys = r.ints(n, 0, 20)  # many duplicate keys: the values' order is the network's
+    vals = list(range(n))
+    sk, sv = _odd_even_merge_shared(keys, vals, 0)
+    assert sk == sorted(keys, reverse=True)
+    return Launch(
+        "oddEvenMergeSortShared",
+        1,
+        [n // 2, 1, 1],
+        [
+            buf("d_DstKey", "u32", [0] * n),
+            buf("d_DstVal", "u32", [0] * n),
+            buf("d_SrcKey", "u32", keys),
+            buf("d_SrcVal", "u32", vals),
+            val("arrayLength", "u32", n),
+            val("dir", "u32", 0),
+        ],
+        ["d_DstKey", "d_DstVal"],
+        {"d_DstKey": sk, "d_DstVal": sv},
+        description="Batcher odd-even merge sort of 32 key/value pairs in shared memory (descending)",
+    )
