@@ -4,7 +4,7 @@
  * License: BSD-3-Clause (cuda-samples LICENSE, Copyright (c) 2022 NVIDIA Corporation)
  * Changes:
  *   - extern "C" added; host code and #include guards removed
- *   - launch: 1 block of 32 threads (was 64 blocks of 256). atomicExch (g_odata[2]) and the atomicCAS
+ *   - launch: 1 block of 16 threads (was 64 blocks of 256). atomicExch (g_odata[2]) and the atomicCAS
  *     chain (g_odata[7]) depend on the order the lanes' atomics land, which CUDA leaves open (the
  *     original's computeGold only checks a range for them); the expected values assume lane order, the
  *     order qwenGPU documents (README "The interpreter's hardware model")

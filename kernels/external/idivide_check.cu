@@ -9,7 +9,7 @@
  *   - ESS (__host__ __device__ __forceinline__) -> __device__ __forceinline__; only the operator/ and
  *     operator% overloads for int kept (the unsigned/short/char ones are unused)
  *   - host code and #include lines removed
- *   - launch: divisor -7, 1 block of 32 threads (dividends 0..31 and their negatives); results[0] counts
+ *   - launch: divisor -7, 1 block of 16 threads (dividends 0..15 and their negatives); results[0] counts
  *     mismatches, results[1..3] record the first one, as the original
  */
 #define ESS __device__ __forceinline__

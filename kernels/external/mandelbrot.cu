@@ -8,7 +8,7 @@
  *     max_iterations_ as three ints)
  *   - #include lines (<exception>, <iomanip>, <iostream>, <cuda.h>) removed
  *   - "auto r = z.real" -> "float r = z.real" (same type, spelled out)
- *   - launch: a 4 x 3 image (row_count 4, col_count 3), max_iterations 8 (was 1080 x 1920 and 100),
+ *   - launch: a 4 x 3 image (row_count 4, col_count 3), max_iterations 6 (was 1080 x 1920 and 100),
  *     2-D grid (1, 2) of 2-D blocks (4, 2) (was THREADS_PER_BLOCK_X/Y 16); 4 threads fail j < cols
  */
 // define a type of floating-point complex number

@@ -6,8 +6,8 @@
  *   - extern "C" added to the kernel; __host__ dropped from the device functions (no host code here)
  *   - #include <cstdint> and the other host headers removed: typedefs for uint8_t, int8_t, uint32_t and
  *     uint64_t written here; FORCE_INLINE "inline __attribute__((always_inline))" -> __forceinline__
- *   - launch: 8 keys of 0, 1, 7, 8, 15, 16, 17 and 31 bytes (every tail case of the switch, one and two
- *     16-byte blocks), 1 block of 8 threads (was BLOCK_SIZE 256)
+ *   - launch: 8 keys of 0, 1, 7, 8, 9, 15, 16 and 17 bytes (both halves of the tail switch, none and one
+ *     16-byte block), 1 block of 8 threads (was BLOCK_SIZE 256)
  */
 typedef unsigned char      uint8_t;
 typedef signed char        int8_t;

@@ -3,7 +3,7 @@
  * License: Rodinia license (cuda LICENSE, Copyright (c) 2008-2011 University of Virginia; BSD-style)
  * Changes:
  *   - extern "C" added; host code and #include lines removed
- *   - launch: 40 records, 2-D grid (2, 2) of 16 threads (globalId = blockDim.x * (gridDim.x * blockIdx.y +
+ *   - launch: 24 records, 2-D grid (2, 2) of 8 threads (globalId = blockDim.x * (gridDim.x * blockIdx.y +
  *     blockIdx.x) + threadIdx.x as the original; the last block is partial), target (lat, lng) = (30, 90)
  */
 typedef struct latLong {

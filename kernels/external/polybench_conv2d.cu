@@ -3,10 +3,10 @@
  * License: PolyBench/GPU (PolyBench-ACC LICENSE, Copyright (C) 2013-2016 University of Delaware; BSD-style)
  * Changes:
  *   - extern "C" added; host code and #include lines removed
- *   - NI 4096 -> 6, NJ 4096 -> 6; _PB_NI / _PB_NJ -> NI / NJ; DATA_TYPE float
- *   - launch: 2-D grid (2, 1) of 2-D blocks (4, 8) (was 32 x 8): the border and the threads past NI fail the test
+ *   - NI 4096 -> 5, NJ 4096 -> 6; _PB_NI / _PB_NJ -> NI / NJ; DATA_TYPE float
+ *   - launch: 2-D grid (2, 1) of 2-D blocks (4, 5) (was 32 x 8): the border and the threads past NJ fail the test
  */
-#define NI 6
+#define NI 5
 #define NJ 6
 #define _PB_NI NI
 #define _PB_NJ NJ

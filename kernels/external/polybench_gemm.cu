@@ -5,7 +5,7 @@
  *   - extern "C" added; host code and #include lines (polybench.h, gemm.cuh) removed
  *   - NI 512 -> 4, NJ 512 -> 6, NK 512 -> 4; _PB_* -> the compile-time sizes (POLYBENCH_LOOP_BOUND's
  *     default); DATA_TYPE float
- *   - launch: 2-D grid (2, 1) of 2-D blocks (8, 8) (was DIM_THREAD_BLOCK 32 x 8): threads outside
+ *   - launch: 2-D grid (2, 1) of 2-D blocks (4, 4) (was DIM_THREAD_BLOCK 32 x 8): threads outside
  *     (i < NI) && (j < NJ) do nothing; alpha 32412 and beta 2123 as the original's init()
  */
 #define NI 4

@@ -4,10 +4,10 @@
  * Changes:
  *   - renamed runJacobiCUDA_kernel1 -> jacobi2d_kernel1 and extern "C" added (jacobi1D.cu has a kernel of the
  *     same name); host code and #include lines removed
- *   - N 1024 -> 10; _PB_N -> N; DATA_TYPE float
- *   - launch: 2-D grid (2, 2) of 2-D blocks (8, 8) (was 32 x 8): the border and the threads past N fail the test
+ *   - N 1024 -> 6; _PB_N -> N; DATA_TYPE float
+ *   - launch: 2-D grid (2, 2) of 2-D blocks (4, 4) (was 32 x 8): the border and the threads past N fail the test
  */
-#define N 10
+#define N 6
 #define _PB_N N
 #define DATA_TYPE float
 

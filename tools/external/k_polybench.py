@@ -193,7 +193,7 @@ def polybench_gemm() -> Launch:
     return Launch(
         "gemm_kernel",
         [2, 1, 1],
-        [8, 8, 1],
+        [4, 4, 1],
         [
             val("ni", "i32", ni),
             val("nj", "i32", nj),
@@ -206,7 +206,7 @@ def polybench_gemm() -> Launch:
         ],
         ["c"],
         {"c": c},
-        description="C = alpha A B + beta C (4 x 6 x 4), 2-D grid of 8 x 8 blocks",
+        description="C = alpha A B + beta C (4 x 6 x 4), 2-D grid of 4 x 4 blocks",
     )
 
 
@@ -265,7 +265,7 @@ def polybench_jacobi1d() -> Launch:
 @kernel
 def polybench_jacobi2d() -> Launch:
     r = Rng(3009)
-    n = 10
+    n = 6
     a = r.floats(n * n, -10, 10)
     b0 = r.floats(n * n, -10, 10)
     fifth = decimal_f32("0.2")
@@ -280,18 +280,18 @@ def polybench_jacobi2d() -> Launch:
     return Launch(
         "jacobi2d_kernel1",
         [2, 2, 1],
-        [8, 8, 1],
+        [4, 4, 1],
         [val("n", "i32", n), buf("A", "f32", a), buf("B", "f32", b0)],
         ["B"],
         {"B": b},
-        description="five-point Jacobi stencil on a 10 x 10 grid, 2-D grid of 8 x 8 blocks",
+        description="five-point Jacobi stencil on a 6 x 6 grid, 2-D grid of 4 x 4 blocks",
     )
 
 
 @kernel
 def polybench_conv2d() -> Launch:
     r = Rng(3010)
-    ni, nj = 6, 6
+    ni, nj = 5, 6
     a = r.floats(ni * nj, -10, 10)
     c = {
         k: double_literal_to_f32(v)
@@ -331,11 +331,11 @@ def polybench_conv2d() -> Launch:
     return Launch(
         "convolution2D_kernel",
         [2, 1, 1],
-        [4, 8, 1],
+        [4, 5, 1],
         [val("ni", "i32", ni), val("nj", "i32", nj), buf("A", "f32", a), buf("B", "f32", [-9.0] * (ni * nj))],
         ["B"],
         {"B": b},
-        description="3 x 3 convolution of a 6 x 6 grid (9 coefficients), 2-D grid",
+        description="3 x 3 convolution of a 5 x 6 grid (9 coefficients), 2-D grid",
     )
 
 

@@ -209,7 +209,7 @@ def pathfinder() -> Launch:
 @kernel
 def nn_euclid() -> Launch:
     r = Rng(2006)
-    n, lat, lng = 40, np.float32(30.0), np.float32(90.0)
+    n, lat, lng = 24, np.float32(30.0), np.float32(90.0)
     locs = []
     for v in dyadic_floats(r, 2 * n, mant_bits=10, emin=-4, emax=2):
         locs.append(v)
@@ -223,7 +223,7 @@ def nn_euclid() -> Launch:
     return Launch(
         "euclid",
         [2, 2, 1],
-        [16, 1, 1],
+        [8, 1, 1],
         [
             buf("d_locations", "f32", locs),
             buf("d_distances", "f32", [-1.0] * n),
@@ -233,5 +233,5 @@ def nn_euclid() -> Launch:
         ],
         ["d_distances"],
         {"d_distances": dist},
-        description="Euclidean distance of 40 (lat, lng) records to (30, 90); 2-D grid, last block partial",
+        description="Euclidean distance of 24 (lat, lng) records to (30, 90); 2-D grid, last block partial",
     )

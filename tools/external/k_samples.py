@@ -408,7 +408,7 @@ def matrix_mul() -> Launch:
 
 @kernel
 def atomic_intrinsics() -> Launch:
-    nthreads = 32
+    nthreads = 16
     init = [0] * 11
     init[8] = init[10] = 0xFF
     g = list(init)
@@ -434,7 +434,7 @@ def atomic_intrinsics() -> Launch:
         [buf("g_odata", "i32", init)],
         ["g_odata"],
         {"g_odata": g},
-        description="add sub exch max min inc dec cas and or xor atomics from 32 lanes (lane order)",
+        description="add sub exch max min inc dec cas and or xor atomics from 16 lanes (lane order)",
     )
 
 
