@@ -34,7 +34,6 @@ from qwengpu.runtime.mounted import MountedModel
 from qwengpu.runtime.engine import run_machine
 from qwengpu.runtime import fast as F
 from qwengpu.model.machine_checkpoint import load_or_build
-from qwengpu.compiler import text_config
 mount, kernels = sys.argv[1], sys.argv[2:]
 def rss():
     for line in open("/proc/self/status"):
@@ -46,7 +45,8 @@ load = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 out = {"load_seconds": load, "rss_after_load": rss(), "peak_after_load": peak,
        "runtime": mm.runtime, "kernels": {}}
-cfg = text_config("qwen3_5_2b_text")
+from qwengpu.model.mount import machine_config_for, text_config_of
+cfg = machine_config_for(text_config_of(json.load(open(mount + "/config.json")))[1])
 _, machine = load_or_build(cfg)
 for k in kernels:
     row = {}
@@ -141,7 +141,17 @@ def main() -> int:
     ap.add_argument("--layout", action="append", choices=["causal", "conditional"])
     ap.add_argument("--work", default=os.environ.get("TMPDIR", "/tmp"), help="folder for base and mount")
     ap.add_argument("--no-stock", action="store_true", help="skip the stock-forward timing")
+    ap.add_argument("--mount", metavar="DIR", help="only the launch comparison, on an existing mount")
     args = ap.parse_args()
+    if args.mount:
+        done = sh([sys.executable, "-c", LAUNCH, args.mount, *map(str, KERNELS)])
+        res = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"command: OMP_NUM_THREADS=1 python bench/mount_2b.py --mount {args.mount}")
+        print(f"load {res['load_seconds']:.1f} s, RSS after load {res['rss_after_load'] / 2**30:.2f} GiB")
+        for k, x in res["kernels"].items():
+            print(f"{Path(k).stem}: mount {x['mount']:,.0f} vs standalone {x['standalone']:,.0f} tokens/s "
+                  f"({x['tokens']} tokens, trace {'equal' if x['same_trace'] else 'DIFFERENT'})")
+        return 0
     layouts = args.layout or ["causal"]
     work = Path(args.work) / f"qwengpu-mount-bench-{os.getpid()}"
     work.mkdir(parents=True)
