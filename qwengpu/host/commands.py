@@ -369,7 +369,8 @@ def cmd_eval(args) -> int:
             f"{g['first_try_accuracy']:.1%}, after retries {g['correct']}/{g['n']} = "
             f"{g['after_retry_accuracy']:.1%}; a kernel ran in {g['ran']}, "
             f"ran but wrong {g['ran_but_wrong']} ({g['ran_but_wrong_share']:.1%}), "
-            f"no kernel {g['no_kernel']}; {g['seconds_mean']:.2f} s per question"
+            f"no kernel {g['no_kernel']}; the program computed the true answer in {g['program_right']}; "
+            f"{g['seconds_mean']:.2f} s per question"
         )
     if "no-gpu" in s:
         n = s["no-gpu"]

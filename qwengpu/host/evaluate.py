@@ -13,7 +13,10 @@ How an answer is scored (exactly; no tolerance):
    32 bits as the true float32 result (so ``1.0000001`` and ``1.00000012`` both name 0x3f800001).
 
 A run "ran but wrong" when at least one kernel ran to completion and the answer is still wrong:
-the share of such runs is the figure that exact execution must not hide.
+the share of such runs is the figure that exact execution must not hide. Separately,
+"program right" says whether the last kernel that ran computed the true answer at all (one output
+buffer, or all in order, equal to it; integers exactly, float32 by bits) -- whether the program
+was right, whatever the final text made of it.
 """
 
 from __future__ import annotations
@@ -90,6 +93,33 @@ def score(question: dict, answer: str) -> tuple[bool, list[str]]:
     raise QwenGPUError(f"question {question['id']}: unknown answer type {question['type']!r}")
 
 
+def _same(q: dict, got: list) -> bool:
+    if q["type"] == "int":
+        return all(isinstance(g, int) and g == int(w) for g, w in zip(got, q["answer"], strict=True))
+    import numpy as np
+
+    def bits(v) -> int:
+        if isinstance(v, str):  # "inf", "-inf" or NaN bits "0x7fffffff"
+            return int(v, 16) if v.startswith("0x") else int(np.float32(v).view(np.uint32))
+        return int(np.float32(v).view(np.uint32))
+
+    return all(bits(g) == int(b, 16) for g, b in zip(got, q["bits"], strict=True))
+
+
+def program_right(question: dict, outputs: dict[str, list] | None) -> bool:
+    """Whether the kernel computed the true answer, whatever the final text says: one output buffer
+    (or all of them, in order) holds exactly the expected numbers; for a one-number answer, any
+    output value equal to it (integers exactly, float32 by bits)."""
+    if not outputs:
+        return False
+    n = len(question["answer"])
+    flat = [v for vs in outputs.values() for v in vs]
+    if n == 1:
+        return any(_same(question, [v]) for v in flat)
+    cands = [list(vs) for vs in outputs.values()] + [flat]
+    return any(len(c) == n and _same(question, c) for c in cands)
+
+
 def run_eval(
     questions: list[dict],
     make_session: Callable[[dict, str], Session],
@@ -127,6 +157,7 @@ def run_eval(
                         "first_try": right and len(turn.attempts) == 1 and turn.attempts[0].ok,
                         "ran": turn.computed is not None,
                         "ran_but_wrong": turn.computed is not None and not right,
+                        "program_right": program_right(q, turn.computed.outputs if turn.computed else None),
                         "turn": turn.as_json(),
                     }
                 )
@@ -165,6 +196,7 @@ def summarize(results: list[dict]) -> dict:
                     if n
                     else 0,
                     "no_kernel": sum(r.get("status") == "no_kernel" for r in rs),
+                    "program_right": sum(r.get("program_right", False) for r in rs),
                 }
             )
         out[mode] = s

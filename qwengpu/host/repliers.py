@@ -183,7 +183,7 @@ class ForcedReplier:
 
         if not self.replies:
             raise QwenGPUError("the teacher-forced replier has no more replies for this conversation")
-        text = self.replies.pop(0)
+        text = fill_values(self.replies.pop(0), messages)
         tok = self.tokenizer
         t0 = time.perf_counter()
         prompt_ids = tok(render_prompt(tok, messages, tools), add_special_tokens=False).input_ids
@@ -219,6 +219,23 @@ class ForcedReplier:
         )
 
 
+def fill_values(text: str, messages: list[dict]) -> str:
+    """Replace ``{values}`` in a given reply with the values of the last successful tool result in
+    the conversation (comma-separated, in output order): a scripted model that transcribes what the
+    GPU computed perfectly (``bench/advanced/reference_replies.json``)."""
+    if "{values}" not in text:
+        return text
+    for m in reversed(messages):
+        if m["role"] == "tool" and m["content"].startswith("The kernel ran exactly."):
+            vals: list[str] = []
+            for line in m["content"].splitlines()[1:]:
+                name, _, rest = line.partition(" = ")
+                if rest:
+                    vals += [json.dumps(v) for v in json.loads(rest)]
+            return text.replace("{values}", ", ".join(vals))
+    return text.replace("{values}", "(no result)")
+
+
 class ScriptedReplier:
     """No model: the next of ``replies``, verbatim (for ``eval`` tests and the CLI's ``--replies``)."""
 
@@ -234,7 +251,7 @@ class ScriptedReplier:
     ) -> Reply:
         if not self.replies:
             raise QwenGPUError("the scripted replier has no more replies for this conversation")
-        text = self.replies.pop(0)
+        text = fill_values(self.replies.pop(0), messages)
         if on_text is not None:
             on_text(text)
         return Reply(text, {"tokens": 0, "seconds": 0.0, "cut_off": False, "mode": "scripted"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,55 @@ def test_bad_question_files_are_refused(tmp_path, bad):
         return
     with pytest.raises(QwenGPUError):
         load_questions(tmp_path)
+
+
+def test_reference_replies_are_in_sync_with_their_generator():
+    r = subprocess.run(
+        [sys.executable, str(SET / "make_reference_replies.py"), "--check"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_every_question_has_a_kernel_that_computes_its_true_answer(capsys):
+    """The whole set through ``qwengpu eval`` with the reference replies (hand-written kernels, an
+    answer that transcribes the tool result) on the interpreter: every kernel compiles, runs and
+    computes the answer make_questions.py computed in plain Python; the scoring reads it back."""
+    from qwengpu.cli import main
+
+    code = main(
+        [
+            "eval",
+            str(SET),
+            "--replies",
+            str(SET / "reference_replies.json"),
+            "--engine",
+            "interp",
+            "--modes",
+            "gpu",
+            "--json",
+        ]
+    )
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    g = res["summary"]["gpu"]
+    n = len(load_questions(SET))
+    assert (g["n"], g["first_try_correct"], g["program_right"], g["ran_but_wrong"]) == (n, n, n, 0)
+
+
+def test_every_reference_kernel_fits_the_machine():
+    """Lowering, register allocation and the machine's limits accept every reference kernel (the set
+    asks nothing the GPU in the weights cannot run)."""
+    import tempfile
+
+    sys.path.insert(0, str(SET))
+    from make_reference_replies import KERNELS
+
+    from qwengpu.host.launcher import prepare_spec
+    from qwengpu.runtime.engine import prepare
+
+    for qid, (src, spec) in KERNELS.items():
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "k.cu").write_text(src)
+            (Path(d) / "k.json").write_text(json.dumps(prepare_spec(src, spec)))
+            prog = prepare(Path(d) / "k.cu", Path(d) / "k.json")[1]
+            assert 0 < len(prog.code) <= 1024, qid
