@@ -7,7 +7,11 @@ Steps, each timed and reported even when a later one fails or runs out of time:
    (``kernels/external/``): every output bit of the interpreter against the GPU. Started first, in
    a child process, so it runs while the mount is being written.
 2. ``base``: a random Qwen3.5-2B-shaped base (``qwengpu.model.synthetic``, official conditional
-   layout, bfloat16 on disk).
+   layout, bfloat16 on disk): the 2B layer shape and hidden 2048 with 4 layers and a 32,768-token
+   vocabulary by default, so that the mount (about 20 GB: the machine's 37 layers at the mounted
+   width 4096 are most of it) is written within the budget; ``--full`` is the whole 2B shape
+   (24 layers, 248,320 tokens: a mount of about 38 GB, which does not fit 8 minutes unless the
+   machine writes faster than ~100 MB/s).
 3. ``mount``: ``build_mount`` of the machine on it (float32, the mounted width).
 4. ``launch_cpu``: a few corpus kernels through the mount with our CPU runtime
    (``MountedModel``, fast): the trace the CPU writes, and its outputs against the spec.
@@ -22,10 +26,14 @@ when every step that ran passed, 1 when one failed, 3 when nothing failed but a 
 for time. ``--device cpu --small`` is the dry run of the whole script on a CPU (a hidden-128
 base on the machine's test layer shape).
 
-Needs on the device machine (no network): the repository installed (``pip install -e
-'.[dev,hw]'``: torch with CUDA, transformers 5.24, safetensors, scipy, tokenizers, nvidia NVRTC,
-cuda-bindings for hwcheck), about 45 GB of free disk in ``--work`` for the 2B run (base 3.8 GB,
-mount ~34 GB, machine cache ~5 GB) and ~45 GB of GPU memory.
+Needs on the device machine (no network): Python with torch (CUDA), transformers 5.24 (the
+version the stock forward is pinned to; the H200 image has 5.17, so ``run_device_checks.sh``
+installs ``.whl/transformers-5.24.0-py3-none-any.whl`` when that folder is carried), safetensors,
+scipy, tokenizers, an NVRTC (``nvidia-cuda-nvrtc``) and ``cuda-bindings`` for hwcheck; the checkout
+itself needs no install (it is put on ``sys.path``). Free disk in ``--work`` for the base and the
+mount (~25 GB by default, ~45 GB with ``--full``) plus the machine cache (~5 GB,
+``$QWENGPU_CACHE``), and GPU memory for the float32 mount plus the base (~30 GB by default, ~50 GB
+with ``--full``).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run from a checkout that is not pip-installed (the device machine)
+    sys.path.insert(0, str(ROOT))
 DEFAULT_KERNELS = ("saturate", "logic_ops", "funnel_shift", "branch_nested")
 SMALL_KERNELS = ("saturate", "logic_ops")
 
@@ -125,6 +135,8 @@ def environment(device: str) -> dict:
             gpu_memory_gib=round(p.total_memory / 2**30, 1),
             cuda=torch.version.cuda,
         )
+    if transformers.__version__ != "5.24.0":
+        env["warning"] = f"transformers {transformers.__version__}, not the pinned 5.24.0"
     try:
         import cuda.bindings  # noqa: F401
 
@@ -177,7 +189,7 @@ def start_hwcheck(report: dict, device: str, budget: Budget) -> threading.Thread
     """Run hwcheck on both folders in the background (GPU only); results land in the report."""
     if not device.startswith("cuda"):
         for k in ("hwcheck_corpus", "hwcheck_external"):
-            report["steps"][k] = {"status": "skipped", "reason": "needs an NVIDIA GPU (dry run on CPU)"}
+            report["steps"][k] = {"status": "n/a", "reason": "needs an NVIDIA GPU (dry run on CPU)"}
         return None
 
     def work() -> None:
@@ -199,7 +211,10 @@ def start_hwcheck(report: dict, device: str, budget: Budget) -> threading.Thread
 # ---------------------------------------------------------------------------------------------
 # 2-3. base and mount
 # ---------------------------------------------------------------------------------------------
-def make_base(work: Path, small: bool, base_layers: int | None) -> dict:
+def make_base(work: Path, small: bool, base_layers: int, base_vocab: int) -> dict:
+    """The random base: the 2B layer shape and hidden (``--full``: all 24 layers and the 2B's
+    248,320-token vocabulary; the default fewer of both, so that writing the ~20 GB mount fits the
+    budget), or the hidden-128 test-shape base with ``--small``."""
     from qwengpu.model.synthetic import make_synthetic_base
 
     out = work / ("base_small" if small else "base_2b")
@@ -221,6 +236,7 @@ def make_base(work: Path, small: bool, base_layers: int | None) -> dict:
             layout="conditional",
             shape="2b",
             layers=base_layers,
+            vocab=base_vocab,
             dtype="bfloat16",
             tied=True,
             overwrite=True,
@@ -359,6 +375,7 @@ def stock_forward(
     V = int(rec["token_offset"])
     t0 = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(mount, dtype=torch.float32).to(device).eval()
+    model.requires_grad_(False)
     hold["mount_model"] = model
     out: dict = {"load_seconds": round(time.perf_counter() - t0, 2), "prefill": {}, "decode": {}}
     failed = False
@@ -516,7 +533,7 @@ def summary_rows(report: dict) -> list[tuple[str, str, str]]:
                 rows.append(
                     (
                         f"KL base {dt} {path}",
-                        "ok" if dt != "float32" or r["max_kl"] <= 1e-9 else "FAIL",
+                        ("ok" if r["max_kl"] <= 1e-9 else "FAIL") if dt == "float32" else "info",
                         f"mean {r['mean_kl']:.3e} max {r['max_kl']:.3e} "
                         f"top-1 {100 * r['top1_agreement']:.2f}% ({r['tokens']} tokens)",
                     )
@@ -545,12 +562,18 @@ def main(argv: list[str] | None = None) -> int:
             "QWENGPU_DEVICE_WORK", str(Path(tempfile.gettempdir()) / "qwengpu-device-checks")
         ),
     )
-    ap.add_argument("--out", default=str(ROOT / "bench" / "device" / "out" / "device_checks.json"))
+    ap.add_argument(
+        "--out", default=str(Path(tempfile.gettempdir()) / "qwengpu-device-checks-out" / "device_checks.json")
+    )
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall-clock budget (default 450 s)")
     ap.add_argument(
         "--kernels", default=None, help="comma-separated corpus kernels (default: four short ones)"
     )
-    ap.add_argument("--base-layers", type=int, default=None, help="layers of the 2B-shaped base (default 24)")
+    ap.add_argument(
+        "--full", action="store_true", help="the whole 2B-shaped base: 24 layers, 248,320-token vocabulary"
+    )
+    ap.add_argument("--base-layers", type=int, default=None, help="layers of the 2B-shaped base (default 4)")
+    ap.add_argument("--base-vocab", type=int, default=None, help="its vocabulary (default 32768)")
     ap.add_argument("--decode-steps", type=int, default=None, help="recurrent-path steps (default 400 / 40)")
     ap.add_argument("--kl-tokens", type=int, default=None, help="prefill KL tokens (default 512 / 24)")
     ap.add_argument("--kl-decode-tokens", type=int, default=None, help="decode KL tokens (default 128 / 8)")
@@ -584,7 +607,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report["steps"]["environment"], indent=2))
         return 1
     hw = None if "hwcheck" in skip else start_hwcheck(report, a.device, budget)
-    base = run_step(report, "base", budget, 30, make_base, work, small, a.base_layers)
+    base_layers = a.base_layers or (24 if a.full else 4)
+    base_vocab = a.base_vocab or (248_320 if a.full else 32_768)
+    report["base_profile"] = {"layers": base_layers, "vocab": base_vocab, "full": a.full}
+    base = run_step(report, "base", budget, 30, make_base, work, small, base_layers, base_vocab)
     mount = run_step(report, "mount", budget, 60, make_mount, work, base["path"]) if base else None
     traces: dict = {}
     hold: dict = {}

@@ -6,21 +6,30 @@
 #   bench/device/run_device_checks.sh                      # on a machine with an NVIDIA GPU
 #   bench/device/run_device_checks.sh --device cpu --small # dry run on a CPU (hidden-128 base)
 #
-# Writes $OUT/device_checks.json and $OUT/device_checks.log when $OUT is set (the device tool's
-# output folder), else bench/device/out/. Work files (base, mount: ~40 GB for the 2B run) go to
-# $QWENGPU_DEVICE_WORK or /tmp/qwengpu-device-checks and are removed at the end (--keep keeps them).
-# Needs: the repository installed with its dev and hw extras (no network is used).
+# Writes device_checks.json and device_checks.log into $OUT when it is set (the device tool's
+# output folder), else /tmp/qwengpu-device-checks-out. Work files (base, mount: ~25 GB, ~45 GB with
+# --full) go to $QWENGPU_DEVICE_WORK or /tmp/qwengpu-device-checks, removed at the end (--keep).
+# No network is used. Wheels in .whl/ (carried with the device tool's `carry: [".whl"]`) are
+# installed into /tmp/site first: the H200 image has transformers 5.17, the repo pins 5.24.0:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 -d .whl transformers==5.24.0
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out_dir="${OUT:-bench/device/out}"
+py="${PYTHON:-python3}"
+out_dir="${OUT:-/tmp/qwengpu-device-checks-out}"
 mkdir -p "$out_dir"
+if compgen -G ".whl/*.whl" > /dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export NVIDIA_TF32_OVERRIDE=0
 export PYTHONUNBUFFERED=1
 export TOKENIZERS_PARALLELISM=false
 limit="${DEVICE_CHECKS_LIMIT_S:-480}"
 set +e
 timeout --signal=TERM --kill-after=10 "$limit" \
-    python bench/device/device_checks.py --out "$out_dir/device_checks.json" "$@" 2>&1 \
+    "$py" bench/device/device_checks.py --out "$out_dir/device_checks.json" "$@" 2>&1 \
     | tee "$out_dir/device_checks.log"
 rc=${PIPESTATUS[0]}
 set -e
