@@ -104,6 +104,7 @@ class Turn:
         c = self.computed
         return {
             "question": self.question,
+            "dry_run": self.engine == "interp",
             "mode": self.mode,
             "engine": self.engine,
             "attempts": [a.as_json() for a in self.attempts],

@@ -38,6 +38,7 @@ def test_ask_json_with_teacher_forced_replies(tmp_path, chat_model_dir, capsys):
     assert code == 0
     d = json.loads(out)
     assert d["status"] == "computed" and d["computed"] == {"out": [7]} and d["engine"] == "machine"
+    assert d["dry_run"] is False
     (a,) = d["attempts"]
     assert a["source"] == ADD and a["ok"] and a["stats"]["tokens"] > 0
     assert all(r["mode"] == "teacher-forced" for r in d["replies"])
