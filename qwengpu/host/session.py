@@ -167,7 +167,16 @@ class Session:
         return self.ask(last.question, sample=True)
 
     def ask(self, question: str, sample: bool = False) -> Turn:
-        """One question to an answer, through up to ``retries + 1`` kernel attempts."""
+        """One question to an answer, through up to ``retries + 1`` kernel attempts. If the replier
+        fails (an error, Ctrl-C), the conversation is left as it was before the question."""
+        start = len(self.messages)
+        try:
+            return self._ask(question, sample)
+        except BaseException:
+            del self.messages[start:]
+            raise
+
+    def _ask(self, question: str, sample: bool) -> Turn:
         t0 = time.perf_counter()
         turn = Turn(
             question,
@@ -204,6 +213,10 @@ class Session:
             turn.attempts.append(att)
             att.outcome = self._run_call(parsed, att)
             result = att.outcome.tool_result()
+            if len(parsed.calls) > 1:
+                result += (
+                    f"\n(only the first of your {len(parsed.calls)} calls was run: make one call at a time)"
+                )
             if left == 0 and not att.ok:
                 result += "\n" + NO_RETRIES_LEFT
             msg: dict = {"role": "assistant", "content": parsed.text, "raw": text}

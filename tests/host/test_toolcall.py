@@ -84,3 +84,28 @@ def test_prepare_spec_rejects_bad_json_and_a_missing_name_with_two_kernels():
     two = ADD + "\n" + ADD.replace("add(", "sub(")
     with pytest.raises(LaunchSpecError, match='needs "kernel"'):
         prepare_spec(two, "{}")
+
+
+def test_a_failing_replier_leaves_the_conversation_as_it_was():
+    from qwengpu.errors import QwenGPUError
+    from qwengpu.host.launcher import RunnerLauncher
+    from qwengpu.host.repliers import ScriptedReplier
+    from qwengpu.host.session import Session
+
+    sess = Session(ScriptedReplier([xml_call(ADD, add_spec(1, 2))]), RunnerLauncher(engine="interp"))
+    before = list(sess.messages)
+    with pytest.raises(QwenGPUError, match="no more replies"):
+        sess.ask("What is 1 + 2?")
+    assert sess.messages == before and sess.turns == []
+
+
+def test_only_the_first_of_several_calls_runs_and_the_model_is_told():
+    from qwengpu.host.launcher import RunnerLauncher
+    from qwengpu.host.repliers import ScriptedReplier
+    from qwengpu.host.session import Session
+
+    two = xml_call(ADD, add_spec(1, 2)) + "\n" + xml_call(ADD, add_spec(3, 4), preface="")
+    sess = Session(ScriptedReplier([two, "Answer: 3"]), RunnerLauncher(engine="interp"))
+    turn = sess.ask("What is 1 + 2?")
+    assert turn.computed.outputs == {"out": [3]} and len(turn.attempts) == 1
+    assert "only the first of your 2 calls was run" in sess.messages[-2]["content"]
