@@ -152,9 +152,9 @@ def main() -> None:
             continue
         run = run_machine(cu, spec, model=model, max_tokens=60 * sim.stats["passes"] + 1000)
         ref = run_kernel(cu, spec)
-        same = all(
-            np.asarray(run.outputs[n]).view(np.uint32).tolist()
-            == np.asarray(ref.outputs[n]).view(np.uint32).tolist()
+        same = all(  # bit for bit, any element width (a 1-byte bool buffer has no uint32 view)
+            np.asarray(run.outputs[n]).dtype == np.asarray(ref.outputs[n]).dtype
+            and np.asarray(run.outputs[n]).tobytes() == np.asarray(ref.outputs[n]).tobytes()
             for n in ref.outputs
         )
         st = run.stats
