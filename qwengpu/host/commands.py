@@ -246,7 +246,7 @@ CHAT_HELP = """commands:
 
 def cmd_chat(args) -> int:
     from qwengpu.host.session import Session
-    from qwengpu.host.view import ENGINE_LABEL, ConsoleView
+    from qwengpu.host.view import ENGINE_SHORT, ConsoleView
 
     _check_args(args)
     mode = "no-gpu" if args.no_gpu else "gpu"
@@ -258,7 +258,7 @@ def cmd_chat(args) -> int:
     view = ConsoleView(show_trace=args.show_trace)
     con = view.console
     sess = Session(replier, launcher, retries=args.retries, events=view, trace=True)
-    where = ENGINE_LABEL.get(launcher.engine, "") if launcher is not None else "no GPU (--no-gpu)"
+    where = ENGINE_SHORT.get(launcher.engine, "") if launcher is not None else "nowhere (--no-gpu)"
     con.print(f"[bold]qwenGPU chat[/] — kernels run {where}. /help for commands.")
     while True:
         try:
