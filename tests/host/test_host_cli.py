@@ -142,3 +142,31 @@ def test_chat_keeps_history_and_handles_commands(tmp_path, monkeypatch, capsys):
     assert code == 0
     assert "/retry" in out and "GPU result: out = [7]" in out and "ld.param" in out  # help, answer, trace
     assert "unknown command /bogus" in out
+
+
+def test_the_live_view_on_a_terminal(tmp_path):
+    """The terminal path of the view (status lines while a kernel is written and while it runs)."""
+    import io
+
+    from rich.console import Console
+
+    from qwengpu.host.launcher import RunnerLauncher
+    from qwengpu.host.repliers import ScriptedReplier
+    from qwengpu.host.session import Session
+    from qwengpu.host.view import ConsoleView
+
+    loop = (
+        'extern "C" __global__ void add(int a, int b, int *out) '
+        "{ int s = 0; for (int i = 0; i < 3000; i++) s += a; out[0] = s + b; }"
+    )
+    buf = io.StringIO()
+    view = ConsoleView(Console(file=buf, force_terminal=True, width=100))
+    sess = Session(
+        ScriptedReplier([xml_call(loop, add_spec(2, 1)), "Answer: 6001"]),
+        RunnerLauncher(engine="interp"),
+        events=view,
+    )
+    turn = sess.ask("What is 2 * 3000 + 1?")
+    assert turn.computed.outputs == {"out": [6001]}
+    text = buf.getvalue()
+    assert "compiled with NVRTC" in text and "6001" in text and "<function=" not in text
