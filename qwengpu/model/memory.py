@@ -47,8 +47,8 @@ def available_bytes(device: str = "cpu") -> int:
 
 
 def checkpoint_numel(path: str | Path) -> dict[str, int]:
-    """Parameters of a checkpoint by role, from its headers: ``total``, ``machine_layers``,
-    ``machine_rows`` (the machine's embedding and head rows, restricted later), ``largest``."""
+    """Parameters of a checkpoint by role, from its headers: ``total``, ``machine_layers``, the
+    ``largest`` layer tensor, and (for a mount) the machine's dims and the mounted hidden."""
     from qwengpu.model.mount import Checkpoint, read_mount_sidecar
 
     ck = Checkpoint(path)
@@ -62,8 +62,8 @@ def checkpoint_numel(path: str | Path) -> dict[str, int]:
     for name in ck.names():
         n = math.prod(ck.shape(name))
         total += n
-        largest = max(largest, n)
-        if name.startswith(f"{pre}layers."):
+        if name.startswith(f"{pre}layers."):  # (embedding and head are read in row chunks)
+            largest = max(largest, n)
             if int(name[len(f"{pre}layers."):].split(".")[0]) < lm:
                 machine += n
     return {"total": total, "machine_layers": machine, "largest": largest,
