@@ -12,9 +12,9 @@ import io
 import json
 
 import pytest
+from host_kernels import ADD, add_spec, json_call, xml_call
 from rich.console import Console
 
-from kernels import ADD, add_spec, json_call, xml_call
 from qwengpu.host.launcher import RunnerLauncher
 from qwengpu.host.repliers import ForcedReplier, render_prompt
 from qwengpu.host.session import NO_RETRIES_LEFT, Session

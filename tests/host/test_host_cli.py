@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from host_kernels import ADD, add_spec, xml_call
 
-from kernels import ADD, add_spec, xml_call
 from qwengpu.cli import main
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from host_kernels import ADD, add_spec, json_call, xml_call
 
-from kernels import ADD, add_spec, json_call, xml_call
 from qwengpu.errors import LaunchSpecError
 from qwengpu.host.launcher import prepare_spec
 from qwengpu.host.toolcall import parse_reply, strip_thinking
