@@ -1223,6 +1223,9 @@ class Interpreter:
         t = _type_of(ins)
         to = "to" in ins.mods
         space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+        if space == "param":  # kernel parameters live in their own small space, with no generic window here
+            raise self._fail(ins, "generic addressing of kernel parameters (cvta.param) is not supported")
+        # .global and .const (our constant variables sit in the global arena): generic == space address
         window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
         d, a = ins.operands
         ra = self._reader(a, t, ins)

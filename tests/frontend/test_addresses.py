@@ -192,3 +192,39 @@ def test_needleman_wunsch_block(compile_run, options):
         "outputs": ["mat"],
     }
     assert compile_run(NW, spec, options=options)["mat"].tolist() == want
+
+
+CONST = (
+    HEADER
+    + r"""
+.const .align 4 .b8 tab[16] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0};
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u64 %rd2, tab;
+    ld.const.u32 %r1, [%rd2+12];
+    ld.const.u32 %r2, [tab+4];
+    cvta.const.u64 %rd3, %rd2;
+    ld.u32 %r3, [%rd3+8];
+    st.global.u32 [%rd1], %r1;
+    st.global.u32 [%rd1+4], %r2;
+    st.global.u32 [%rd1+8], %r3;
+    ret;
+}
+"""
+)
+
+
+def test_const_space_direct_and_generic():
+    assert run_ptx(CONST, _spec())["out"].tolist()[:3] == [4, 2, 3]
+
+
+def test_cvta_param_is_refused():
+    from qwengpu.errors import PTXError
+
+    ptx = _fault_kernel("mov.u64 %rd2, k_param_1;\ncvta.param.u64 %rd3, %rd2;\nld.u32 %r1, [%rd3];")
+    with pytest.raises(PTXError, match=r"cvta.param\) is not supported"):
+        run_ptx(ptx, _spec())
