@@ -4,8 +4,9 @@ NVRTC emits ``call.uni (retval0), f, (param0, ...)`` for ``__noinline__`` device
 the arguments passed through per-thread ``.param`` variables. Inlining renames the callee's
 registers, labels and local variables, binds its formal parameters to the caller's argument
 variables and turns its ``ret`` into a branch to the call's continuation. Recursion cannot be
-flattened and is reported, as are indirect calls and calls of external functions (``vprintf``);
-a predicated call becomes a branch around the inlined body.
+flattened and is reported, as are indirect calls and calls of external functions; ``vprintf``
+(printf) becomes one ``vprintf`` instruction; a predicated call becomes a branch around the
+inlined body.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from qwengpu.ptx.ir import (
     Operand,
     Pair,
     Reg,
+    Sink,
     Sym,
     Var,
     Vec,
@@ -78,6 +80,11 @@ def inline_calls(module: Module, kernel: Function) -> Function:
                     f"{ins.where()}: indirect call through a function pointer (`{ins.text}`) is not "
                     "supported: only calls of named device functions can be inlined"
                 )
+            if target.name == "vprintf" and target.name not in module.functions and len(args.items) == 2:
+                # printf: one instruction the interpreter formats (the machine refuses it by name)
+                ret = rets.items[0] if rets.items else Sink()
+                body.append(replace(ins, op="vprintf", mods=(), operands=(ret, *args.items)))
+                continue
             if target.name not in module.functions:
                 if target.name in module.externs:
                     what = {"vprintf": " (printf)", "malloc": " (device malloc)", "free": " (device free)"}

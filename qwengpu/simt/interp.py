@@ -9,6 +9,9 @@ Each PTX instruction is turned once into a Python closure over numpy arrays of 3
 
 from __future__ import annotations
 
+import re
+import struct
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -157,12 +160,14 @@ class Interpreter:
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         trace: Callable[[str], None] | None = None,
+        printf: Callable[[str], None] | None = None,
     ) -> None:
         fn = _find_kernel(module, kernel)
         self.module = module
         self.fn: Function = inline_calls(module, fn)
         self.max_steps = max_steps
         self.trace = trace
+        self.printf = printf if printf is not None else sys.stderr.write  # device printf output
         self.reg_index: dict[str, int] = {}
         self.reg_dtypes: list[type] = []
         for name, t in self.fn.regs.items():
@@ -1834,6 +1839,118 @@ class Interpreter:
             return (_NEXT, 0)
 
         return cp
+
+    def _op_vprintf(self, ins: Instr, pc: int):
+        """Device ``printf`` (``vprintf(format, args)``, made one instruction by the inliner): each
+        active lane, in lane order, formats its arguments (the vprintf buffer: each argument
+        aligned to its size, floats promoted to double) and writes the text to ``self.printf``.
+        The result is the number of arguments, as CUDA's printf returns."""
+        ret, fmt_op, args_op = ins.operands
+        if not all(isinstance(o, Sym) and o.name in self.local_off for o in (fmt_op, args_op)):
+            raise self._fail(ins, "vprintf needs its two call parameters")
+        fa, aa = (self._address(Addr(o, 0), ins, "callparam") for o in (fmt_op, args_op))
+        ra = self._address(Addr(ret, 0), ins, "callparam") if isinstance(ret, Sym) else None
+
+        def vprintf(w, m):
+            lanes = ALL if m is None else m
+            mem, fi = self._resolve(w, fa(w), lanes, 8, "callparam", ins, False)
+            fmts = mem.view(np.uint64)[(fi // np.uint64(8)).astype(np.int64)]
+            mem, ai = self._resolve(w, aa(w), lanes, 8, "callparam", ins, False)
+            argps = mem.view(np.uint64)[(ai // np.uint64(8)).astype(np.int64)]
+            counts = []
+            for k, lane in enumerate(np.nonzero(lanes)[0].tolist()):
+                text, n = self._format_printf(w, lane, int(fmts[k]), int(argps[k]), ins)
+                counts.append(n)
+                self.printf(text)
+            if ra is not None:  # the result (the number of arguments) goes to the call's retval
+                mem, ri = self._resolve(w, ra(w), lanes, 4, "callparam", ins, True)
+                mem.view(np.int32)[(ri // np.uint64(4)).astype(np.int64)] = np.array(counts, dtype=np.int32)
+            return (_NEXT, 0)
+
+        return vprintf
+
+    def _read_bytes(self, w: Warp, lane: int, addr: int, n: int, ins: Instr) -> bytes:
+        """``n`` bytes at a generic address, as lane ``lane`` sees them (bounds-checked)."""
+        one = np.zeros(WARP, dtype=bool)
+        one[lane] = True
+        out = bytearray()
+        for k in range(n):
+            a = np.full(WARP, (addr + k) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+            mem, idx = self._resolve(w, a, one, 1, "generic", ins, False)
+            out.append(int(mem[int(idx[0])]))
+        return bytes(out)
+
+    def _read_cstring(self, w: Warp, lane: int, addr: int, ins: Instr, limit: int = 4096) -> str:
+        out = bytearray()
+        while len(out) < limit:
+            b = self._read_bytes(w, lane, addr + len(out), 1, ins)[0]
+            if b == 0:
+                break
+            out.append(b)
+        return out.decode("utf-8", errors="replace")
+
+    _PRINTF_SPEC = re.compile(
+        r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|j|z|t|L)?([diouxXeEfFgGaAcspn%])"
+    )
+
+    def _format_printf(self, w: Warp, lane: int, fmt_addr: int, args: int, ins: Instr) -> tuple[str, int]:
+        if fmt_addr == 0:
+            return "", -1
+        fmt = self._read_cstring(w, lane, fmt_addr, ins)
+        off = 0
+        count = 0
+
+        def take(size: int, kind: str):
+            nonlocal off
+            off = (off + size - 1) // size * size
+            raw = self._read_bytes(w, lane, args + off, size, ins)
+            off += size
+            code = {("i", 4): "<i", ("u", 4): "<I", ("i", 8): "<q", ("u", 8): "<Q", ("f", 8): "<d"}[
+                kind, size
+            ]
+            return struct.unpack(code, raw)[0]
+
+        out: list[str] = []
+        pos = 0
+        for mt in self._PRINTF_SPEC.finditer(fmt):
+            out.append(fmt[pos : mt.start()])
+            pos = mt.end()
+            flags, width, prec, length, conv = mt.groups()
+            if conv == "%":
+                out.append("%")
+                continue
+            if conv == "n":
+                raise self._fail(ins, "printf %n is not supported")
+            if width == "*":
+                width, count = str(take(4, "i")), count + 1
+            if prec == "*":
+                prec, count = str(take(4, "i")), count + 1
+            spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "")
+            wide = length in ("l", "ll", "j", "z", "t")
+            count += 1
+            if conv in "di":
+                out.append((spec + "d") % take(8 if wide else 4, "i"))
+            elif conv in "ouxX":
+                v = take(8 if wide else 4, "u")
+                if length == "h":
+                    v &= 0xFFFF
+                elif length == "hh":
+                    v &= 0xFF
+                out.append((spec + ("d" if conv == "u" else conv)) % v)
+            elif conv in "eEfFgG":
+                out.append((spec + conv) % take(8, "f"))
+            elif conv in "aA":
+                h = float(take(8, "f")).hex()
+                out.append(h.upper() if conv == "A" else h)
+            elif conv == "c":
+                out.append((spec + "c") % (take(4, "u") & 0xFF))
+            elif conv == "s":
+                p = take(8, "u")
+                out.append((spec + "s") % ("(null)" if p == 0 else self._read_cstring(w, lane, p, ins)))
+            else:  # p
+                out.append(f"0x{take(8, 'u'):x}")
+        out.append(fmt[pos:])
+        return "".join(out), count
 
     def _op_trap(self, ins: Instr, pc: int):
         def trap(w, m):

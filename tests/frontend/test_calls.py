@@ -65,7 +65,7 @@ typedef int (*fn_t)(int);
 __device__ fn_t table[1];
 extern "C" __global__ void rec(int* out) { out[threadIdx.x] = fib(threadIdx.x); }
 extern "C" __global__ void fptr(int* out, int k) { out[threadIdx.x] = table[k](threadIdx.x); }
-extern "C" __global__ void pf(int* out) { printf("hi %d\n", threadIdx.x); out[0] = 1; }
+extern "C" __global__ void ext(int* out) { out[threadIdx.x] = (int)(long long)malloc(16); }
 """
 
 
@@ -75,7 +75,10 @@ extern "C" __global__ void pf(int* out) { printf("hi %d\n", threadIdx.x); out[0]
     [
         ("rec", r"PTX line \d+, calls\.cu:1: recursive call of fib \(rec -> fib -> fib\) is not supported"),
         ("fptr", r"PTX line \d+, calls\.cu:5: indirect call through a function pointer .* is not supported"),
-        ("pf", r"PTX line \d+, calls\.cu:6: call of external function vprintf \(printf\) is not supported"),
+        (
+            "ext",
+            r"PTX line \d+, calls\.cu:6: call of external function malloc \(device malloc\) is not supported",
+        ),
     ],
 )
 def test_what_cannot_be_inlined_is_refused_by_name(options, kernel, message):
@@ -130,3 +133,32 @@ PREDICATED = r""".version 8.0
 def test_predicated_call():
     spec = {"kernel": "k", "grid": 1, "block": 4, "args": [{"name": "out", "type": "u32*", "size": 4}]}
     assert run_ptx(PREDICATED, spec)["out"].tolist() == [1, 2, 100, 100]
+
+
+PRINTF = r"""extern "C" __global__ void pf(int* out, const char* s) {
+  int r = printf("t=%d u=%u x=%08x f=%.3f e=%e c=%c s=%s ll=%lld w=%*d %5.1f%% %s\n", threadIdx.x,
+                 4000000000u, 0xbeef, 1.5f, -2.25, 'A' + threadIdx.x, "lit", -(1LL << 40), 4, 7, 3.14159, s);
+  out[threadIdx.x] = r;
+  if (threadIdx.x == 1) printf("plain\n");
+}
+"""
+
+
+@pytest.mark.parametrize("options", [("-lineinfo",), ("-G",)])
+def test_printf_in_lane_order(options):
+    from qwengpu.spec import bind, parse_spec
+
+    m = parse_ptx(compile_cuda(PRINTF, filename="pf.cu", options=options))
+    lines: list[str] = []
+    it = Interpreter(m, "pf", printf=lines.append)
+    args = [{"name": "out", "type": "i32*", "size": 3}, {"name": "s", "type": "u8*", "data": [104, 105, 0]}]
+    spec = parse_spec({"kernel": "pf", "grid": 1, "block": 3, "args": args})
+    b = bind(spec, it.fn)
+    it.launch(spec.grid, spec.block, b.param_bytes, b.gmem)
+    want = [
+        f"t={t} u=4000000000 x=0000beef f=1.500 e=-2.250000e+00 c={'ABC'[t]} s=lit ll=-1099511627776 w=   7"
+        "   3.1% hi\n"
+        for t in range(3)
+    ]
+    assert lines == [*want, "plain\n"]
+    assert np.frombuffer(b.gmem.read("out"), dtype=np.int32).tolist() == [12, 12, 12]  # arguments parsed
