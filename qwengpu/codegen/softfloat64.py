@@ -367,12 +367,19 @@ def _dfma(L: _L, a: Pair, b: Pair, c: Pair, rnd: str) -> tuple[R, R]:
     w = list(L.mul64x64(ma, mb))  # < 2^106, leading bit at 104 or 105
     top105 = L.setp("ne", L.op("and", w[3], Imm(0x200)), Imm(0))
     sp_ = L.sel(Imm(20), Imm(21), top105)
-    P4 = L.shl_n(w, sp_)  # leading bit at 125
+    w20 = [L.op("shl", w[0], Imm(20))] + [
+        L.op("or", L.op("shl", w[i], Imm(20)), L.op("shr", w[i - 1], Imm(12))) for i in range(1, 4)
+    ]
+    w21 = [L.op("shl", w20[0], Imm(1))] + [
+        L.op("or", L.op("shl", w20[i], Imm(1)), L.op("shr", w20[i - 1], Imm(31))) for i in range(1, 4)
+    ]
+    P4 = [L.sel(x, y, top105) for x, y in zip(w20, w21, strict=True)]  # leading bit at 125
     # the weight of each frame's bit 125, biased by 1023: the product's is ea + eb - 1002 - sp
     # (a * b = P4 * 2^(ea + eb - 2150 - sp)), the addend's (mc << 73) is ec
     tp = L.op("sub", L.op("add", ea, eb), L.op("add", sp_, Imm(1002)))
     tc = ec
-    C4 = L.shl_n([mc[0], mc[1], Imm(0), Imm(0)], Imm(73))
+    hi73 = L.op("or", L.op("shl", mc[1], Imm(9)), L.op("shr", mc[0], Imm(23)))
+    C4 = [Imm(0), Imm(0), L.op("shl", mc[0], Imm(9)), hi73]  # mc << 73 (= 64 + 9)
     p_big = L.setp("ge", tp, tc, sign="s")
     p_big = L.setp("ne", czero, Imm(0), bop="or", c=p_big)  # a zero addend never leads
     d = L.op("sub", tp, tc)

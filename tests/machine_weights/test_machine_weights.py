@@ -188,12 +188,13 @@ def test_user_kernels_in_the_weights(machine, name):
     assert run.passed, run.mismatches
 
 
-@pytest.mark.parametrize("name", ["nw", "devsq", "warpsz"])
+@pytest.mark.parametrize("name", ["nw", "devsq", "warpsz", "noinl"])
 def test_real_cuda_kernels_in_the_weights(machine, name):
     """Issue 10's machine side: nw (Needleman-Wunsch anti-diagonals on a 2-D shared tile,
     ``temp[m - tx + 1][tx + 1]``: NVRTC forms a 32-bit shared base below zero plus a positive
     immediate, which PTX wraps modulo 2^32), devsq (a ``__device__`` function called from the
-    kernel) and warpsz (``warpSize``, WARP_SZ in PTX) run inside the model: outputs equal the
+    kernel), noinl (a ``__noinline__`` function: a real ``call`` in PTX, inlined for the machine)
+    and warpsz (``warpSize``, WARP_SZ in PTX) run inside the model: outputs equal the
     interpreter, the weights' ISA program (``softmem.run_weights``) and the spec's NumPy values,
     and the bounds watch saw every address in bounds."""
     from qwengpu.codegen.softmem import run_weights
