@@ -4,7 +4,17 @@ Hardware model: 32-thread warps; a warp issues one instruction at a time for the
 per-lane PC is the smallest among its runnable lanes (min-PC scheduling), which reconverges
 NVVM's unstructured control flow at immediate post-dominators for the layouts NVVM emits.
 Warps of a block run round-robin between ``bar.sync`` barriers; blocks run one after another.
+Lanes parked at a barrier keep their own PC while the rest of the warp runs on and diverges.
 Each PTX instruction is turned once into a Python closure over numpy arrays of 32 lanes.
+
+Where the hardware gives no reproducible value the model picks a documented one or refuses:
+``%clock*``/``%globaltimer*`` count the warp instructions issued so far; ``%smid`` is 0 of one SM;
+every CTA is its own 1x1x1 cluster; ``%pm*``, ``%envreg*`` and the reserved/total shared-memory
+sizes are refused by name. ``cp.async`` copies at issue time (an allowed execution: its bytes are
+only defined after the wait); ``bar.red`` reduces at the barrier's release; device ``printf``
+writes each lane's text, in lane order, to the ``printf`` callback (stderr by default).
+Addresses follow the PTX ISA's widths: ``.shared``/``.local``/``.param`` are 32-bit, so
+``[reg+imm]`` wraps there; global and generic addresses are 64-bit.
 """
 
 from __future__ import annotations
