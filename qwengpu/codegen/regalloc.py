@@ -570,6 +570,70 @@ def _split(prog: Program, v: int, remat: MInstr | None) -> Program:
     return replace(out, nregs=nr, spill_words=slot + (remat is None))
 
 
+def _split_pred(prog: Program, v: int) -> Program:
+    """Keep predicate v in a general register as 0/1 (the machine has 8 predicates, 32 registers):
+    after each definition ``sel r, 1, 0, t`` (guarded like the definition, so lanes that do not
+    write keep r), before each use ``setp t', r, 0, ne``. Why not memory: a register costs one
+    instruction per definition and use, and the GPR allocator may still spill it."""
+    r = prog.nregs
+    np_ = prog.npreds
+
+    def ren(x: object, old: int, new: int) -> object:
+        if isinstance(x, P) and x.n == old:
+            return P(new, x.neg)
+        return x
+
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(prog.code):
+        uses = any(isinstance(x, P) and x.n == v for x in ins.s) or (
+            ins.guard is not None and ins.guard.n == v
+        )
+        defs = any(isinstance(x, P) and x.n == v for x in ins.d)
+        cur = ins
+        if uses:
+            t = np_
+            np_ += 1
+            reload = MInstr("setp", (P(t),), (R(r), Imm(0)), {"cmp": "ne", "sign": "u"}, ptx=ins.ptx)
+            items.append((-1, reload))
+            g = ren(cur.guard, v, t) if cur.guard is not None else None
+            cur = replace(cur, s=tuple(ren(x, v, t) for x in cur.s), guard=g, m=dict(cur.m))  # type: ignore[arg-type]
+        if defs:
+            t = np_
+            np_ += 1
+            cur = replace(cur, d=tuple(ren(x, v, t) for x in cur.d), m=dict(cur.m))
+            items.append((pc, cur))
+            items.append((AFTER, MInstr("sel", (R(r),), (Imm(1), Imm(0), P(t)), {}, cur.guard, ptx=ins.ptx)))
+            continue
+        items.append((pc, cur))
+    out = rebuild(prog, items)
+    return _zero_init(replace(out, nregs=r + 1, npreds=np_))
+
+
+def _pred_victim(prog: Program, fresh: set[int]) -> int | None:
+    """The predicate with the longest live range per use (not one a call or cross-lane op defines)."""
+    _, lo = liveness(prog.code, P)
+    span = [0] * prog.npreds
+    for x in lo:
+        for v in _bits(x):
+            span[v] += 1
+    nuse = [0] * prog.npreds
+    bad: set[int] = set()
+    for ins in prog.code:
+        for x in (*ins.s, ins.guard):
+            if isinstance(x, P) and x.n != PT:
+                nuse[x.n] += 1
+        if ins.op in ("call", "ret"):
+            bad.update(x.n for x in (*ins.d, *ins.s) if isinstance(x, P))
+    best = None
+    for v in range(prog.npreds):
+        if v in fresh or v in bad or span[v] < 3:
+            continue
+        score = span[v] / (nuse[v] + 1)
+        if best is None or score > best[0]:
+            best = (score, v)
+    return None if best is None else best[1]
+
+
 def _choose_victim(prog: Program, fresh: set[int]) -> tuple[int, MInstr | None] | None:
     """The register whose splitting frees the most: long live range, few uses; cheap remat first."""
     li, lo = liveness(prog.code, R)
@@ -711,6 +775,18 @@ def allocate(
         prog = limit_immediates(prog, max_immediates)
     rmap = pmap = None
     need_p = 0
+    # too many live predicates: keep some in general registers as 0/1 (before the GPRs are coloured)
+    pfresh: set[int] = set()
+    while spill:
+        if any(_allocate_class(prog.code, P, prog.npreds, kp, set(), mode)[0] is not None
+               for mode in ("aggressive", "conservative", "none")):
+            break
+        v = _pred_victim(prog, pfresh)
+        if v is None:
+            break
+        before = prog.npreds
+        prog = _split_pred(prog, v)
+        pfresh |= set(range(before, prog.npreds))
     need_r = _max_live(prog.code, R)
     fresh: set[int] = set()
     while True:

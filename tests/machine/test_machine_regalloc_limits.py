@@ -133,7 +133,17 @@ def test_predicate_limit() -> None:
     with pytest.raises(
         MachineLimitError, match=r"needs 9 predicate registers after allocation; the machine has 8"
     ):
-        allocate(prog9)
+        allocate(prog9, spill=False)
+
+
+@pytest.mark.parametrize("k", [9, 12])
+def test_predicates_beyond_eight_live_in_registers(k: int) -> None:
+    """More than 8 live predicates: some are kept in general registers as 0/1 (sel after each
+    definition, setp before each use); results equal the interpreter's."""
+    ref, got, _, prog = both(preds_ptx(k), _spec(k))
+    assert not isinstance(ref, str), ref
+    assert_same(ref, got)
+    assert prog.npreds <= 8
 
 
 def test_shuffle_source_keeps_its_register(tmp_path) -> None:
