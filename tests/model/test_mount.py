@@ -365,3 +365,13 @@ def test_conditional_mount_end_to_end(tmp_path, standalone_vadd):
     with torch.no_grad():
         lb, lm = base(ids).logits[0], mount(ids).logits[0]
     assert torch.equal(lm[:, :1024].view(torch.int32), lb.view(torch.int32))
+
+
+def test_default_width():
+    """H * 4^k when it fits below H + 2048 (c a power of two), else H + 2048."""
+    from qwengpu.model.mount import default_width
+
+    assert default_width(128, 1812, 2048) == 2048  # c = 4
+    assert default_width(2048, 3734, 2048) == 4096  # the 2B: c = sqrt(2)
+    assert default_width(256, 1942, 2048) == 2304  # c = 3
+    assert default_width(512, 2198, 2048) == 2560
