@@ -12,14 +12,18 @@ Steps, each timed and reported even when a later one fails or runs out of time:
    width 4096 are most of it) is written within the budget; ``--full`` is the whole 2B shape
    (24 layers, 248,320 tokens: a mount of about 38 GB, which does not fit 8 minutes unless the
    machine writes faster than ~100 MB/s).
-3. ``mount``: ``build_mount`` of the machine on it (float32, the mounted width).
-4. ``launch_cpu``: a few corpus kernels through the mount with our CPU runtime
-   (``MountedModel``, fast): the trace the CPU writes, and its outputs against the spec.
-5. ``stock_forward``: the whole mount through stock ``AutoModelForCausalLM`` on the device in
+3. ``machine``: the standalone machine for the base's layer shape, built into the machine cache
+   (a fresh device machine has none).
+4. ``launch_cpu``: a few corpus kernels through our CPU runtime (the standalone machine's fast
+   runtime, in a child process while the mount is written; ``--cpu-runtime mounted``: the mount's
+   own fast runtime afterwards; the mount's tests prove the two token-for-token equal): the trace
+   the CPU writes, and its outputs against the spec.
+5. ``mount``: ``build_mount`` of the machine on the base (float32, the mounted width).
+6. ``stock_forward``: the whole mount through stock ``AutoModelForCausalLM`` on the device in
    float32: every argmax of a teacher-forced prefill of prompt + trace equal to the CPU trace
    (the chunked DeltaNet path), the recurrent path token by token on the first kernel, and a
    negative control (one compiled weight's sign flipped: the replay must break).
-6. ``kl``: KL(base ‖ mounted) on a text (``qwengpu.model.kl``), base in float32 and in bfloat16.
+7. ``kl``: KL(base ‖ mounted) on a text (``qwengpu.model.kl``), base in float32 and in bfloat16.
 
 It prints one summary table and writes one JSON file (through a temporary name). Exit status: 0
 when every step that ran passed, 1 when one failed, 3 when nothing failed but a step was skipped
@@ -271,6 +275,104 @@ def make_mount(work: Path, base: str) -> dict:
 # ---------------------------------------------------------------------------------------------
 # 4. launches on the CPU runtime
 # ---------------------------------------------------------------------------------------------
+def _machine_config(base: str):
+    """The machine's compile config for the base's layer shape (what the mount compiles)."""
+    from qwengpu.model.mount import machine_config_for, text_config_of
+
+    _, text = text_config_of(json.loads((Path(base) / "config.json").read_text()))
+    return machine_config_for(text)
+
+
+def make_machine(base: str) -> dict:
+    """Build (or load) the standalone machine for the base's layer shape into the machine cache,
+    so the CPU traces can run while the mount is written."""
+    from qwengpu.model.machine_checkpoint import compiler_version
+    from qwengpu.model.mount import machine_entry
+
+    mcfg = _machine_config(base)
+    entry = machine_entry(mcfg, progress=lambda m: log(f"  machine: {m}"))
+    return {
+        "entry": str(entry),
+        "compiler_version": compiler_version(mcfg),
+        "hidden": mcfg.hidden_size,
+        "intermediate": mcfg.intermediate_size,
+    }
+
+
+def traces_child(base: str, kernels: list[str], out: str) -> int:
+    """(child process) Each kernel through the standalone machine's CPU runtime (``run_machine``,
+    fast): prompt, trace, outputs checked against the spec; written as JSON to ``out``."""
+    import torch
+
+    from qwengpu.runtime.engine import machine_model, run_machine
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1") or 1))
+    mcfg = _machine_config(base)
+    t0 = time.perf_counter()
+    machine_model(mcfg)
+    res: dict = {
+        "runtime": "standalone machine, qwengpu.runtime.fast (CPU)",
+        "load_seconds": round(time.perf_counter() - t0, 2),
+        "kernels": {},
+    }
+    for k in kernels:
+        cu = ROOT / "kernels" / f"{k}.cu"
+        t1 = time.perf_counter()
+        run = run_machine(cu, cu.with_suffix(".json"), config=mcfg, max_tokens=200_000)
+        res["kernels"][k] = {
+            "status": "ok" if run.passed else "FAIL",
+            "prompt": list(run.prompt),
+            "trace": list(run.trace),
+            "mismatches": run.mismatches[:3],
+            "seconds": round(time.perf_counter() - t1, 2),
+        }
+        tmp = out + ".tmp"
+        Path(tmp).write_text(json.dumps(res))
+        os.replace(tmp, out)
+    return 0
+
+
+def start_traces(base: str, kernels: list[str], work: Path) -> tuple[subprocess.Popen, Path]:
+    """Start :func:`traces_child` in its own process (it runs beside the mount's writing)."""
+    out = work / "traces.json"
+    out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--traces-child",
+        str(out),
+        "--base",
+        base,
+        "--kernels",
+        ",".join(kernels),
+    ]
+    log_f = open(work / "traces.log", "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log_f, stderr=subprocess.STDOUT)
+    return proc, out
+
+
+def collect_traces(proc: subprocess.Popen, out: Path, budget: Budget, traces: dict) -> dict:
+    """Wait for the traces child (leaving time for the GPU steps) and take its traces."""
+    try:
+        proc.wait(timeout=max(5.0, budget.left() - 90))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    if not out.is_file():
+        tail = (
+            (out.parent / "traces.log").read_text()[-1500:] if (out.parent / "traces.log").is_file() else ""
+        )
+        return {"failed": True, "error": f"no traces (exit {proc.returncode})", "log_tail": tail}
+    res = json.loads(out.read_text())
+    failed = proc.returncode != 0
+    for k, r in res["kernels"].items():
+        traces[k] = (r.pop("prompt"), r.pop("trace"))
+        r["prompt_tokens"], r["trace_tokens"] = len(traces[k][0]), len(traces[k][1])
+        failed |= r["status"] != "ok"
+    res["exit"] = proc.returncode
+    res["failed"] = failed
+    return res
+
+
 def launch_cpu(mount: str, kernels: list[str], budget: Budget, traces: dict) -> dict:
     from qwengpu.runtime.mounted import MountedModel
 
@@ -477,9 +579,11 @@ def summary_rows(report: dict) -> list[tuple[str, str, str]]:
         else:
             detail = s.get("reason", s.get("error", s.get("stderr", "")))
         rows.append((key, s["status"], detail))
-    for key in ("base", "mount"):
+    for key in ("base", "machine", "mount"):
         s = st.get(key, {"status": "missing"})
-        if s["status"] == "ok":
+        if key == "machine" and s["status"] == "ok":
+            detail = f"{s['compiler_version']} (hidden {s['hidden']}), {s['seconds']} s"
+        elif s["status"] == "ok":
             detail = (
                 f"hidden {s.get('hidden', s.get('mounted_hidden'))}, {s.get('bytes', 0) / 1e9:.1f} GB, "
                 f"{s['seconds']} s"
@@ -579,7 +683,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kl-decode-tokens", type=int, default=None, help="decode KL tokens (default 128 / 8)")
     ap.add_argument("--skip", default="", help="comma-separated steps to skip: hwcheck,stock_forward,kl")
     ap.add_argument("--keep", action="store_true", help="keep the base and the mount in --work")
+    ap.add_argument(
+        "--cpu-runtime",
+        choices=["standalone", "mounted"],
+        default="standalone",
+        help="the CPU traces: the standalone machine's runtime in a child process beside the mount's "
+        "writing (default), or the mount's own fast runtime after it",
+    )
+    ap.add_argument("--traces-child", help=argparse.SUPPRESS)
+    ap.add_argument("--base", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.traces_child:
+        return traces_child(a.base, a.kernels.split(","), a.traces_child)
     budget = Budget(a.budget_s)
     small = a.small
     kernels = a.kernels.split(",") if a.kernels else list(SMALL_KERNELS if small else DEFAULT_KERNELS)
@@ -587,6 +702,9 @@ def main(argv: list[str] | None = None) -> int:
     kl_tokens = a.kl_tokens or (24 if small else 512)
     kl_decode = a.kl_decode_tokens or (8 if small else 128)
     skip = set(filter(None, a.skip.split(",")))
+    unknown = skip - {"hwcheck", "stock_forward", "kl"}
+    if unknown:
+        ap.error(f"--skip: unknown step(s) {', '.join(sorted(unknown))} (hwcheck, stock_forward, kl)")
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     report: dict = {
@@ -597,6 +715,9 @@ def main(argv: list[str] | None = None) -> int:
         "kernels": kernels,
         "steps": {},
     }
+    for k in skip:
+        for name in ("hwcheck_corpus", "hwcheck_external") if k == "hwcheck" else (k,):
+            report["steps"][name] = {"status": "n/a", "reason": "--skip"}
     import torch
 
     if a.device == "cpu":
@@ -611,11 +732,16 @@ def main(argv: list[str] | None = None) -> int:
     base_vocab = a.base_vocab or (248_320 if a.full else 32_768)
     report["base_profile"] = {"layers": base_layers, "vocab": base_vocab, "full": a.full}
     base = run_step(report, "base", budget, 30, make_base, work, small, base_layers, base_vocab)
-    mount = run_step(report, "mount", budget, 60, make_mount, work, base["path"]) if base else None
+    machine = run_step(report, "machine", budget, 60, make_machine, base["path"]) if base else None
+    child = start_traces(base["path"], kernels, work) if machine and a.cpu_runtime == "standalone" else None
+    mount = run_step(report, "mount", budget, 60, make_mount, work, base["path"]) if machine else None
     traces: dict = {}
     hold: dict = {}
+    if child is not None:
+        run_step(report, "launch_cpu", budget, 0, collect_traces, *child, budget, traces)
     if mount:
-        run_step(report, "launch_cpu", budget, 60, launch_cpu, mount["path"], kernels, budget, traces)
+        if child is None:
+            run_step(report, "launch_cpu", budget, 60, launch_cpu, mount["path"], kernels, budget, traces)
         if "stock_forward" not in skip and traces:
             run_step(
                 report,
