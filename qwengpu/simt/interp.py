@@ -9,9 +9,9 @@ Each PTX instruction is turned once into a Python closure over numpy arrays of 3
 
 Where the hardware gives no reproducible value the model picks a documented one or refuses:
 ``%clock*``/``%globaltimer*`` count the warp instructions issued so far; ``%smid`` is 0 of one SM;
-every CTA is its own 1x1x1 cluster; ``%pm*``, ``%envreg*`` and the reserved/total shared-memory
-sizes are refused by name. ``cp.async`` copies at issue time (an allowed execution: its bytes are
-only defined after the wait); ``bar.red`` reduces at the barrier's release; device ``printf``
+every CTA is its own 1x1x1 cluster; ``%pm*``, ``%envreg*``, ``%reserved_smem_*`` and
+``%aggr_smem_size`` are refused by name. ``cp.async`` copies at issue time (an allowed execution:
+its bytes are only defined after the wait); ``bar.red`` reduces at the barrier's release; device ``printf``
 writes each lane's text, in lane order, to the ``printf`` callback (stderr by default).
 Addresses follow the PTX ISA's widths: ``.shared``/``.local``/``.param`` are 32-bit, so
 ``[reg+imm]`` wraps there; global and generic addresses are 64-bit.
@@ -366,7 +366,12 @@ class Interpreter:
             elif base == "nsmid":
                 v = np.ones(WARP)
             elif base == "dynamic_smem_size":
-                v = np.full(WARP, self.dynamic_shared)  # the launch's dynamic shared bytes
+                # shared with the machine (isa/sim.py, codegen/softmem.py, tests/machine/test_softmem.py):
+                # the dynamic part counted from the end of the static variables, so the padding that
+                # aligns it to 16 bytes is included; the PTX ISA's value is the launch's dynamic bytes
+                v = np.full(WARP, self.shared_size - self.static_shared)
+            elif base == "total_smem_size":  # static (padded) + dynamic, as the machine models it
+                v = np.full(WARP, self.shared_size)
             elif base in ("smid", "gridid"):  # a single SM, a single grid
                 v = np.zeros(WARP)
             else:  # pragma: no cover - _check_special refuses everything else before a launch
@@ -2213,7 +2218,7 @@ COUNTER_SPECIALS = {"clock", "clock64", "clock_hi", "globaltimer", "globaltimer_
 SUPPORTED_SPECIALS = COUNTER_SPECIALS | {
     "tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "warpsize",
-    "dynamic_smem_size", "is_explicit_cluster", "clusterid",
+    "dynamic_smem_size", "total_smem_size", "is_explicit_cluster", "clusterid",
     "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
     "current_graph_exec",
 }  # fmt: skip
@@ -2221,7 +2226,6 @@ _UNSUPPORTED_SPECIAL_WHY = {
     "pm": "a performance-monitoring counter",
     "envreg": "a driver-defined environment register",
     "reserved_smem": "shared memory reserved by the driver",
-    "total_smem": "the hardware's shared-memory allocation is not modelled",
     "aggr_smem": "it includes shared memory reserved by the driver",
 }
 

@@ -12,7 +12,8 @@ from .conftest import run_ptx
 READS = [
     "%tid.x", "%tid.y", "%ntid.x", "%ntid.y", "%ctaid.x", "%nctaid.x", "%laneid", "%warpid", "%nwarpid",
     "%lanemask_lt", "%lanemask_ge", "%lanemask_eq", "%clusterid.x", "%nclusterid.x", "%cluster_ctaid.x",
-    "%cluster_nctaid.x", "%cluster_ctarank", "%cluster_nctarank", "%dynamic_smem_size", "%smid", "%nsmid",
+    "%cluster_nctaid.x", "%cluster_ctarank", "%cluster_nctarank", "%dynamic_smem_size", "%total_smem_size",
+    "%smid", "%nsmid",
     "%current_graph_exec", "WARP_SZ",
 ]  # fmt: skip
 
@@ -42,6 +43,7 @@ def _kernel(reads: list[str]) -> str:
 
 def test_special_registers_follow_the_launch():
     grid, bx, by, dyn = 3, 4, 10, 24  # 40 threads per block: two warps, the second one partial
+    static = 12  # the kernel's .shared st[12]; the dynamic part starts 16-byte aligned after it
     k = len(READS) + 1
     spec = {
         "kernel": "k",
@@ -62,7 +64,8 @@ def test_special_registers_follow_the_launch():
                     "%laneid": lane, "%warpid": lin // 32, "%nwarpid": 2, "%lanemask_lt": (1 << lane) - 1,
                     "%lanemask_ge": (0xFFFFFFFF << lane) & 0xFFFFFFFF, "%lanemask_eq": 1 << lane,
                     "%clusterid.x": b, "%nclusterid.x": grid, "%cluster_ctaid.x": 0, "%cluster_nctaid.x": 1,
-                    "%cluster_ctarank": 0, "%cluster_nctarank": 1, "%dynamic_smem_size": dyn,
+                    "%cluster_ctarank": 0, "%cluster_nctarank": 1, "%dynamic_smem_size": 16 - static + dyn,
+                    "%total_smem_size": 16 + dyn,
                     "%smid": 0, "%nsmid": 1, "%current_graph_exec": 0,
                     "WARP_SZ": 32,
                 }  # fmt: skip
