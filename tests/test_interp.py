@@ -186,7 +186,7 @@ def test_unsupported_instruction_named_with_line(tmp_path):
         ".version 9.5\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
         "\t.reg .b32 %r<3>;\n\tvabsdiff4.u32.u32.u32.add %r1, %r2, %r2, %r2;\n\tret;\n}\n"
     )
-    with pytest.raises(PTXError, match=r"PTX line 7: unsupported PTX instruction `vabsdiff4.u32.u32.u32.add`"):
+    with pytest.raises(PTXError, match=r"PTX line 7: unsupported PTX instruction `vabsdiff4\.u32\.u32\.u32"):
         Interpreter(parse_ptx(ptx), "k")
 
 
