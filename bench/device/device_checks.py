@@ -8,10 +8,10 @@ Steps, each timed and reported even when a later one fails or runs out of time:
    a child process, so it runs while the mount is being written.
 2. ``base``: a random Qwen3.5-2B-shaped base (``qwengpu.model.synthetic``, official conditional
    layout, bfloat16 on disk): the 2B layer shape and hidden 2048 with 4 layers and a 32,768-token
-   vocabulary by default, so that the mount (about 20 GB: the machine's 37 layers at the mounted
+   vocabulary by default, so that the mount (20.6 GB: the machine's 37 layers at the mounted
    width 4096 are most of it) is written within the budget; ``--full`` is the whole 2B shape
-   (24 layers, 248,320 tokens: a mount of about 38 GB, which does not fit 8 minutes unless the
-   machine writes faster than ~100 MB/s).
+   (24 layers, 248,320 tokens: a 27.6 GB mount, 6.91 B parameters; both sizes from
+   ``make_plan`` on the 2B machine).
 3. ``machine``: the standalone machine for the base's layer shape, built into the machine cache
    (a fresh device machine has none).
 4. ``launch_cpu``: a few corpus kernels through our CPU runtime (the standalone machine's fast
@@ -35,9 +35,9 @@ version the stock forward is pinned to; the H200 image has 5.17, so ``run_device
 installs ``.whl/transformers-5.24.0-py3-none-any.whl`` when that folder is carried), safetensors,
 scipy, tokenizers, an NVRTC (``nvidia-cuda-nvrtc``) and ``cuda-bindings`` for hwcheck; the checkout
 itself needs no install (it is put on ``sys.path``). Free disk in ``--work`` for the base and the
-mount (~25 GB by default, ~45 GB with ``--full``) plus the machine cache (~5 GB,
-``$QWENGPU_CACHE``), and GPU memory for the float32 mount plus the base (~30 GB by default, ~50 GB
-with ``--full``).
+mount (~21 GB by default, ~32 GB with ``--full``) plus the machine cache (9.1 GB for the 2B
+layer shape, ``$QWENGPU_CACHE``), and GPU memory for the float32 mount plus the base (~25 GB by
+default, ~40 GB with ``--full``).
 """
 
 from __future__ import annotations
