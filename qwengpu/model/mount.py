@@ -421,8 +421,11 @@ def check_layer_shape(text: dict[str, Any], mcfg) -> None:
 
 def make_plan(base: Checkpoint | None, base_config: dict[str, Any], machine: MachineInfo,
               width: int | None = None) -> Plan:
-    """Every output tensor of the mount, with a producer per tensor (``base=None``: the base's
-    tensors get no producer; verify then checks them against the sidecar only)."""
+    """Every output tensor of the mount, with a producer per tensor.
+
+    ``base=None`` (verify without the base): the embedding, final norm and head are planned without
+    a producer, and the base's layers, vision tower and ``mtp.*`` are *not planned at all* (their
+    names and shapes live in the base's files), so ``total_bytes`` is then not the mount's size."""
     layout, text = text_config_of(base_config)
     H, V, Lb = int(text["hidden_size"]), int(text["vocab_size"]), int(text["num_hidden_layers"])
     hm = machine.hidden
