@@ -306,3 +306,221 @@ def test_mul24_mad24_handwritten_ptx():
             ((pu >> 16) + 7) & 0xFFFFFFFF,
         ]
         assert got == want, (hex(a), hex(b))
+
+
+# ------------------------------------------------------------------------------------------------
+# f64 rounding modifiers: add/sub/mul/fma/div/sqrt/rcp.{rn,rz,rm,rp}.f64 and cvt.{rni,rzi,rmi,rpi}
+# .f64.f64 through the interpreter, against tests/fp_reference.py (exact rationals, no shared code)
+# ------------------------------------------------------------------------------------------------
+
+import functools  # noqa: E402
+
+import fp_reference as ref  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+F64_LANES = 16
+_F64_EDGES = [
+    0x0000000000000000, 0x8000000000000000, 0x0000000000000001, 0x8000000000000001,
+    0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x001FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF,
+    0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000, 0x3FF0000000000000, 0xBFF0000000000000,
+    0x3FF0000000000001, 0x3FEFFFFFFFFFFFFF, 0x3CA0000000000000, 0x4008000000000000, 0x3FE0000000000000,
+    0xBFE0000000000000, 0x3FF8000000000000, 0xC004000000000000, 0x4330000000000000, 0x4330000000000001,
+    0x432FFFFFFFFFFFFF, 0xC330000000000001,
+]  # fmt: skip
+_bits64 = st.one_of(
+    st.sampled_from(_F64_EDGES),
+    st.integers(0, (1 << 64) - 1),
+    st.builds(  # exponents near each other, near 1, near the subnormal and overflow edges
+        lambda s, e, m: (s << 63) | (e << 52) | m,
+        st.integers(0, 1),
+        st.one_of(st.integers(0, 60), st.integers(1000, 1080), st.integers(1990, 2047)),
+        st.one_of(st.integers(0, (1 << 52) - 1), st.sampled_from([0, 1, (1 << 52) - 1, 1 << 51])),
+    ),
+)
+_F64_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+_F64_PTX = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
+{{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<16>;
+    .reg .f64 %fd<5>;
+    ld.param.u64 %rd1, [pa];
+    ld.param.u64 %rd2, [pb];
+    ld.param.u64 %rd3, [pc];
+    ld.param.u64 %rd4, [pd];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.s64 %rd6, %rd1, %rd5;
+    add.s64 %rd7, %rd2, %rd5;
+    add.s64 %rd8, %rd3, %rd5;
+    add.s64 %rd9, %rd4, %rd5;
+    ld.global.f64 %fd1, [%rd6];
+    ld.global.f64 %fd2, [%rd7];
+    ld.global.f64 %fd3, [%rd8];
+    {op};
+    st.global.f64 [%rd9], %fd4;
+    ret;
+}}
+"""
+
+_F64_ONE = 0x3FF0000000000000
+
+
+def _ref_round_integral64(a: int, rnd: str) -> int:
+    v = ref.decode(a, ref.F64)
+    if v.kind == "nan":
+        return ref.nan(ref.F64)
+    if v.kind == "inf":
+        return a
+    return ref.round_q(Fraction(ref.round_integral(v.q, rnd)), "rn", ref.F64, v.neg)  # -0 kept
+
+
+F64_OPS = {  # name -> (PTX instruction with {r}, reference(a, b, c, rnd))
+    "add": ("add.{r}.f64 %fd4, %fd1, %fd2", lambda a, b, c, r: ref.add(a, b, r, fmt=ref.F64)),
+    "sub": ("sub.{r}.f64 %fd4, %fd1, %fd2", lambda a, b, c, r: ref.sub(a, b, r, fmt=ref.F64)),
+    "mul": ("mul.{r}.f64 %fd4, %fd1, %fd2", lambda a, b, c, r: ref.mul(a, b, r, fmt=ref.F64)),
+    "fma": ("fma.{r}.f64 %fd4, %fd1, %fd2, %fd3", lambda a, b, c, r: ref.fma(a, b, c, r, fmt=ref.F64)),
+    "div": ("div.{r}.f64 %fd4, %fd1, %fd2", lambda a, b, c, r: ref.div(a, b, r, fmt=ref.F64)),
+    "sqrt": ("sqrt.{r}.f64 %fd4, %fd1", lambda a, b, c, r: ref.sqrt(a, r, fmt=ref.F64)),
+    "rcp": ("rcp.{r}.f64 %fd4, %fd1", lambda a, b, c, r: ref.div(_F64_ONE, a, r, fmt=ref.F64)),
+    "cvt_int": ("cvt.{r}i.f64.f64 %fd4, %fd1", lambda a, b, c, r: _ref_round_integral64(a, r)),
+}
+
+
+@functools.cache
+def _f64_module(name: str, rnd: str):
+    from qwengpu.ptx.parser import parse_ptx
+
+    return parse_ptx(_F64_PTX.format(op=F64_OPS[name][0].format(r=rnd)), source_name=f"{name}.{rnd}.ptx")
+
+
+def _run_f64(name: str, rnd: str, xs: list[tuple[int, int, int]]) -> list[int]:
+    from qwengpu.simt.interp import Interpreter
+    from qwengpu.spec import bind, parse_spec, read_outputs
+
+    xs = (xs * F64_LANES)[:F64_LANES]
+    cols = [[f"0x{x[i]:016x}" for x in xs] for i in range(3)]
+    spec = parse_spec({
+        "kernel": "k", "grid": 1, "block": F64_LANES,
+        "args": [{"name": n, "type": "u64*", "data": c} for n, c in zip("abc", cols, strict=True)]
+        + [{"name": "d", "type": "u64*", "size": F64_LANES}],
+        "outputs": ["d"],
+    })  # fmt: skip
+    module = _f64_module(name, rnd)
+    it = Interpreter(module, "k")
+    b = bind(spec, it.fn)
+    it.launch(spec.grid, spec.block, b.param_bytes, b.gmem)
+    return [int(v) for v in read_outputs(spec, b.gmem)["d"]]
+
+
+def _check_f64(name: str, rnd: str, xs: list[tuple[int, int, int]]) -> None:
+    xs = (xs * F64_LANES)[:F64_LANES]
+    got = _run_f64(name, rnd, xs)
+    want = [F64_OPS[name][1](a, b, c, rnd) for a, b, c in xs]
+    bad = [(tuple(map(hex, x)), hex(g), hex(w)) for x, g, w in zip(xs, got, want, strict=True) if g != w]
+    assert not bad, f"{name}.{rnd}.f64: (inputs, interpreter, exact) {bad[:4]}"
+
+
+@pytest.mark.parametrize("rnd", ["rn", "rz", "rm", "rp"])
+@pytest.mark.parametrize("name", list(F64_OPS))
+@_F64_SETTINGS
+@given(xs=st.lists(st.tuples(_bits64, _bits64, _bits64), min_size=1, max_size=F64_LANES))
+def test_f64_rounding_modes_are_exact(name: str, rnd: str, xs: list[tuple[int, int, int]]) -> None:
+    _check_f64(name, rnd, xs)
+
+
+def _b(x: float) -> int:
+    return int(np.float64(x).view(np.uint64))
+
+
+MAXF, MINSUB = 0x7FEFFFFFFFFFFFFF, 0x0000000000000001
+
+
+@pytest.mark.parametrize(
+    "name, rnd, a, b, c, want",
+    [
+        # 1/3 is 0x3FD5555555555555.5...: rz and rm truncate, rp rounds up, rn rounds down
+        ("div", "rz", _b(1.0), _b(3.0), 0, 0x3FD5555555555555),
+        ("div", "rp", _b(1.0), _b(3.0), 0, 0x3FD5555555555556),
+        ("div", "rm", _b(-1.0), _b(3.0), 0, 0xBFD5555555555556),
+        ("rcp", "rp", _b(3.0), 0, 0, 0x3FD5555555555556),
+        # x - x is +0 in every mode but rm, where it is -0; -0 + -0 stays -0
+        ("sub", "rm", _b(1.5), _b(1.5), 0, 0x8000000000000000),
+        ("sub", "rp", _b(1.5), _b(1.5), 0, 0),
+        ("add", "rn", 0x8000000000000000, 0x8000000000000000, 0, 0x8000000000000000),
+        ("fma", "rm", _b(2.0), _b(3.0), _b(-6.0), 0x8000000000000000),
+        # overflow: inf in rn and toward it, max-finite toward zero
+        ("mul", "rz", MAXF, _b(2.0), 0, MAXF),
+        ("mul", "rm", MAXF, _b(2.0), 0, MAXF),
+        ("mul", "rp", MAXF, _b(2.0), 0, 0x7FF0000000000000),
+        ("add", "rm", 0xFFEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0, 0xFFF0000000000000),
+        ("add", "rp", 0xFFEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0, 0xFFEFFFFFFFFFFFFF),
+        # subnormals: 2^-1074 / 2 is a tie (rn: to even, 0), rp: 2^-1074, rm(-): -2^-1074
+        ("mul", "rn", MINSUB, _b(0.5), 0, 0),
+        ("mul", "rp", MINSUB, _b(0.5), 0, MINSUB),
+        ("mul", "rm", MINSUB | 1 << 63, _b(0.5), 0, 0x8000000000000001),
+        ("mul", "rz", MINSUB | 1 << 63, _b(0.5), 0, 0x8000000000000000),
+        # fma rounds once: (1 + 2^-52)(1 - 2^-52) - 1 = -2^-104 exactly
+        ("fma", "rz", 0x3FF0000000000001, 0x3FEFFFFFFFFFFFFE, _b(-1.0), _b(-(2.0**-104))),
+        ("sqrt", "rz", _b(2.0), 0, 0, 0x3FF6A09E667F3BCC),
+        ("sqrt", "rp", _b(2.0), 0, 0, 0x3FF6A09E667F3BCD),
+        ("sqrt", "rm", 0x8000000000000000, 0, 0, 0x8000000000000000),
+        # round to integral: floor / ceil / trunc / rint, -0 kept, halves to even
+        ("cvt_int", "rm", _b(-2.5), 0, 0, _b(-3.0)),
+        ("cvt_int", "rp", _b(-0.5), 0, 0, 0x8000000000000000),
+        ("cvt_int", "rz", _b(-0.75), 0, 0, 0x8000000000000000),
+        ("cvt_int", "rn", _b(2.5), 0, 0, _b(2.0)),
+        ("cvt_int", "rn", _b(-3.5), 0, 0, _b(-4.0)),
+        ("cvt_int", "rp", _b(1e300), 0, 0, _b(1e300)),
+        ("cvt_int", "rm", 0xFFF0000000000000, 0, 0, 0xFFF0000000000000),
+    ],
+)
+def test_f64_rounding_edge_cases(name: str, rnd: str, a: int, b: int, c: int, want: int) -> None:
+    """Expected values worked out by hand from the exact result (see the comments)."""
+    assert _run_f64(name, rnd, [(a, b, c)])[0] == want
+    assert F64_OPS[name][1](a, b, c, rnd) == want  # and the exact reference agrees
+
+
+def test_f32_round_to_integral_keeps_negative_zero() -> None:
+    """``cvt.rXi.f32.f32`` (floorf and friends): -0 kept, halves to even, infinities pass."""
+    from qwengpu.simt import fp32
+
+    def f(x: float) -> int:
+        return int(np.float32(x).view(np.uint32))
+
+    cases = [("rmi", -2.5, -3.0), ("rpi", -0.5, -0.0), ("rni", 2.5, 2.0), ("rzi", -0.75, -0.0),
+             ("rpi", float("inf"), float("inf"))]  # fmt: skip
+    for rnd, x, want in cases:
+        assert int(fp32.round_f32(np.array([f(x)], dtype=np.uint32), rnd)[0]) == f(want), (rnd, x)
+
+
+def test_dbl_kernel_floor_of_a_double() -> None:
+    """tests/machine_weights/kernels/dbl.cu on the interpreter: ``floor(double)`` is
+    ``cvt.rmi.f64.f64`` (it used to be a plain move: iout[1] came out -2513 instead of -2520).
+    Expected values from Python's IEEE doubles and int arithmetic wrapped to 32 bits."""
+    import math
+    from pathlib import Path
+
+    from qwengpu.runner import run_kernel
+
+    def s32(n: int) -> int:
+        return (n + 2**31) % 2**32 - 2**31
+
+    def to_int(v: float) -> int:  # cvt.rzi.s32.f64 saturates
+        return max(-(2**31), min(2**31 - 1, math.trunc(v)))
+
+    xs, ys = [1.5, -3.25, 9.99994610111476e-41, 70000001024.0], [0.1, -2.5, 1e300, 0.25]
+    x32 = np.array(xs, dtype=np.float32).astype(np.float64)
+    want_out = np.array([float(a) * 0.5 + 1.25 for a in x32], dtype=np.float32)
+    want_dout = [math.sqrt(abs(v)) + v / (v + 3.0) - min(v, 2.0) * max(v, -1.0) for v in ys]
+    want_iout = [s32(to_int(v * 1000.0) + (v < 0.25) + s32(to_int(math.floor(v)) * 7)) for v in ys]
+    assert want_iout == [101, -2520, -8, 250]
+    cu = Path(__file__).parent / "machine_weights" / "kernels" / "dbl.cu"
+    r = run_kernel(cu, engine="interp")
+    assert r.outputs["out"].tobytes() == want_out.tobytes()
+    assert r.outputs["dout"].tobytes() == np.array(want_dout, dtype=np.float64).tobytes()
+    assert r.outputs["iout"].tolist() == want_iout

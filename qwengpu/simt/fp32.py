@@ -833,6 +833,14 @@ def round_f32(bits: U32, rnd: str, ftz: bool = False) -> U32:
         return _finish32(r, ftz)
 
 
+def round_f64(bits64: U64, rnd: str) -> U64:
+    """``cvt.rni/rzi/rmi/rpi.f64.f64``: round to an integral float64 (what ``floor``/``ceil``/
+    ``trunc``/``rint`` of a double compile to); keeps -0 (rpi(-0.5) = -0.0), infinities pass
+    through, NaN -> canonical NaN.  numpy's rint/trunc/floor/ceil are exact on float64."""
+    with np.errstate(all="ignore"):
+        return _finish64(_RINT[_mode(rnd)](_u64(bits64).view(np.float64)))
+
+
 def sat_f32(bits: U32, ftz: bool = False) -> U32:
     """``cvt.sat{.ftz}.f32.f32``: clamp to [+0, 1]; NaN and -0 -> +0."""
     bits = _u32(bits)

@@ -760,7 +760,7 @@ class Interpreter:
             return self._simple(ins, t, lambda a, b: f(a, b, rnd, ftz, sat), 2)
         if t == "f64":
             f = fp32.add64 if sign > 0 else fp32.sub64
-            return self._simple(ins, t, lambda a, b: f(a, b), 2)
+            return self._simple(ins, t, lambda a, b: f(a, b, rnd), 2)
         if "cc" in ins.mods or ins.op in ("addc", "subc"):
             return self._carry(ins, t, sign)
         if sat:  # add.sat.s32 clamps
@@ -808,7 +808,7 @@ class Interpreter:
         if t == "f32":
             return self._simple(ins, t, lambda a, b: fp32.mul(a, b, rnd, ftz, sat), 2)
         if t == "f64":
-            return self._simple(ins, t, fp32.mul64, 2)
+            return self._simple(ins, t, lambda a, b: fp32.mul64(a, b, rnd), 2)
         if "wide" in ins.mods:
             wide = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
             return self._simple(ins, t, iops.mulwide, 2, dtype_out=wide)
@@ -845,7 +845,7 @@ class Interpreter:
         if t == "f32":
             return self._simple(ins, t, lambda a, b, c: fp32.fma(a, b, c, rnd, ftz, sat), 3)
         if t == "f64":
-            return self._simple(ins, t, fp32.fma64, 3)
+            return self._simple(ins, t, lambda a, b, c: fp32.fma64(a, b, c, rnd), 3)
         d, a, b, c = ins.operands
         if "wide" in ins.mods:
             wide = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
@@ -883,7 +883,7 @@ class Interpreter:
                 return self._simple(ins, t, lambda a, b: fp32.div_full(a, b, ftz), 2)
             return self._simple(ins, t, lambda a, b: fp32.div(a, b, rnd or "rn", ftz), 2)
         if t == "f64":
-            return self._simple(ins, t, fp32.div64, 2)
+            return self._simple(ins, t, lambda a, b: fp32.div64(a, b, rnd), 2)
         return self._intdiv(ins, t, quotient=True)
 
     def _op_rem(self, ins: Instr, pc: int):
@@ -956,10 +956,9 @@ class Interpreter:
         approx = "approx" in ins.mods
         if t == "f64":
             if name == "sqrt":
-                return self._simple(ins, t, fp32.sqrt64, 1)
+                return self._simple(ins, t, lambda a: fp32.sqrt64(a, rnd), 1)
             if name == "rcp" and not approx:
-                one = np.uint64(0x3FF0000000000000)
-                return self._simple(ins, t, lambda a: fp32.div64(np.full(WARP, one), a), 1)
+                return self._simple(ins, t, lambda a: fp32.rcp64(a, rnd), 1)
             raise self._fail(ins, f"unsupported f64 instruction `{ins.form}`")
         if approx or name in APPROX_OPS:
             f = getattr(fp32, f"{name}_approx")
@@ -2105,6 +2104,8 @@ def _cvt_function(dt: str, st: str, rnd: str | None, ftz: bool, sat: bool, ins: 
             return _flush_subnormal
         return lambda a: a
     if dt == "f64" and st == "f64":
+        if rnd in INT_ROUNDING:
+            return lambda a: fp32.round_f64(a, rnd)
         return lambda a: a
     if dt == "f32" and st == "f64":
         return lambda a: _maybe_sat(fp32.f32_from_f64(a, rnd or "rn", ftz), sat)
