@@ -1410,6 +1410,10 @@ class Lowerer:
     _l_exit = _l_ret
 
     def _l_bar(self, ins: Instr) -> None:
+        if "red" in ins.mods:
+            # the machine's ``bar`` carries no value: lowering it as a plain barrier would leave the
+            # result register unwritten (silently wrong), so refuse it by name
+            raise self.limit(ins, "`bar.red` (__syncthreads_count / __syncthreads_and / __syncthreads_or)")
         if "warp" in ins.mods or "arrive" in ins.mods:
             return
         self.emit("bar")

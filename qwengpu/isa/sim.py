@@ -1298,8 +1298,8 @@ class MachineSim:
                 return (_NEXT, 0)
             if nt == int(act.sum()):
                 return (_JUMP, tpc)
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
             w.pcs[taken] = tpc
             if fe is not None:
@@ -1331,8 +1331,8 @@ class MachineSim:
             wr(w, link, taken)
             if nt == int(act.sum()):
                 return (_JUMP, tpc)
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
             w.pcs[taken] = tpc
             if fe is not None:
@@ -1364,8 +1364,8 @@ class MachineSim:
             stay = act & ~taken
             if not stay.any() and (tgt[taken] == t0).all():
                 return (_RET, t0)
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[stay] = pc + 1
             if fe is not None:
                 w.entry[stay] = fe
@@ -1377,8 +1377,8 @@ class MachineSim:
     def _op_exit(self, ins: MInstr, pc: int) -> Callable:
         def ex(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.live &= ~act
             return (_EXIT, 0)
 
@@ -1389,8 +1389,8 @@ class MachineSim:
 
         def bar(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
-            if w.conv >= 0:
-                w.pcs[:] = w.conv
+            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
+                w.pcs[w.live & ~w.waiting] = w.conv
             w.pcs[act] = pc + 1
             if fe is not None:
                 w.entry[act] = fe

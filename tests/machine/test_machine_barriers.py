@@ -1,0 +1,182 @@
+"""Lanes waiting at a barrier keep their PC while the other lanes of their warp branch apart, return
+or reach a barrier, on the ISA simulator and on the weights' program (sim.py used to materialize the
+converged PC into every lane, so parked lanes resumed at the wrong instruction).  Expected values
+come from the kernels' meaning; the interpreter must agree bit for bit."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+from machine_helpers import HEADER, run_interp
+
+from qwengpu.codegen.soft import simulate_for_weights
+from qwengpu.isa.sim import simulate
+from qwengpu.ptx.parser import parse_ptx
+from qwengpu.spec import parse_spec
+
+_ENTRY = """
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    setp.lt.u32 %p1, %r1, 2;
+    @%p1 bra WORK;
+    bar.sync 0;
+    add.u32 %r2, %r2, 100;
+    bra.uni DONE;
+WORK:
+    setp.eq.u32 %p2, %r1, 0;
+"""
+
+# lanes 2, 3 wait at the first barrier; lanes 0 and 1 branch apart, then meet at a second barrier
+BRANCH = (
+    _ENTRY
+    + """
+    @%p2 bra W0;
+    add.u32 %r2, %r2, 10;
+W0:
+    add.u32 %r2, %r2, 1;
+    bar.sync 0;
+DONE:
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+)
+
+# lanes 2, 3 wait; lane 0 stores and returns early, lane 1 alone reaches the second barrier
+RETURN = (
+    _ENTRY
+    + """
+    @%p2 bra EARLY;
+    add.u32 %r2, %r2, 10;
+    bar.sync 0;
+    bra.uni DONE;
+EARLY:
+    mov.u32 %r3, 7;
+    st.global.u32 [%rd3], %r3;
+    ret;
+DONE:
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+)
+
+# lanes 2, 3 wait; lanes 0 and 1 each reach a barrier of their own branch (a barrier splits them)
+TWO_BARRIERS = (
+    _ENTRY
+    + """
+    @%p2 bra B0;
+    add.u32 %r2, %r2, 20;
+    bar.sync 0;
+    add.u32 %r2, %r2, 3;
+    bra.uni DONE;
+B0:
+    add.u32 %r2, %r2, 5;
+    bar.sync 0;
+    add.u32 %r2, %r2, 1000;
+DONE:
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+)
+
+CASES = {
+    "branch": (BRANCH, [1, 11, 100, 100]),
+    "return": (RETURN, [7, 10, 100, 100]),
+    "two_barriers": (TWO_BARRIERS, [1005, 23, 100, 100]),
+}
+
+SPEC = {
+    "kernel": "k",
+    "grid": 1,
+    "block": 4,
+    "args": [{"name": "out", "type": "u32*", "size": 4}],
+    "outputs": ["out"],
+}
+
+
+def _module(ptx: str) -> Any:
+    return parse_ptx(HEADER + ptx)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("engine", ["interp", "sim", "weights"])
+def test_waiting_lanes_keep_their_pc(case: str, engine: str) -> None:
+    ptx, want = CASES[case]
+    module, spec = _module(ptx), parse_spec(SPEC)
+    if engine == "interp":
+        out = run_interp(module, spec)
+    elif engine == "sim":
+        out, _, _ = simulate(module, spec)
+    else:
+        out, _, _ = simulate_for_weights(module, spec)
+    assert np.asarray(out["out"]).tolist() == want
+
+
+# ------------------------------------------------------------------------------------------------
+# bar.red (__syncthreads_count / _and / _or): the machine's barrier carries no value, so the
+# lowering refuses it by name and CUDA line instead of leaving the result register unwritten
+# ------------------------------------------------------------------------------------------------
+
+BAR_RED_CU = """extern "C" __global__ void k(const int* x, int* out) {
+    int v = x[threadIdx.x];
+    int n = __syncthreads_count(v > 0);
+    int a = __syncthreads_and(v > 0);
+    int o = __syncthreads_or(v > 5);
+    out[threadIdx.x] = n * 100 + a * 10 + o;
+}
+"""
+BAR_RED_X = [1, -2, 3, 0, 7, 4, -1, 2]
+BAR_RED_SPEC = {
+    "kernel": "k",
+    "grid": 1,
+    "block": 8,
+    "args": [
+        {"name": "x", "type": "i32*", "data": BAR_RED_X},
+        {"name": "out", "type": "i32*", "size": 8},
+    ],
+    "outputs": ["out"],
+}
+
+
+@functools.cache
+def _bar_red_module() -> Any:
+    """Compiled once (NVRTC is the slow part); the interpreter and simulators only read it."""
+    from qwengpu.cuda import compile_cuda
+
+    ptx = compile_cuda(BAR_RED_CU, filename="bar_red.cu", options=("--generate-line-info",))
+    assert "bar.red.popc" in ptx
+    return parse_ptx(ptx, source_name="bar_red.cu")
+
+
+def test_bar_red_on_the_interpreter() -> None:
+    n = sum(v > 0 for v in BAR_RED_X)
+    a = int(all(v > 0 for v in BAR_RED_X))
+    o = int(any(v > 5 for v in BAR_RED_X))
+    out = run_interp(_bar_red_module(), parse_spec(BAR_RED_SPEC))
+    assert np.asarray(out["out"]).tolist() == [n * 100 + a * 10 + o] * 8 == [501] * 8
+
+
+@pytest.mark.parametrize("engine", ["sim", "weights"])
+def test_bar_red_is_refused_by_name_on_the_machine(engine: str) -> None:
+    from qwengpu.errors import MachineLimitError
+
+    module, spec = _bar_red_module(), parse_spec(BAR_RED_SPEC)
+    with pytest.raises(MachineLimitError) as e:
+        (simulate if engine == "sim" else simulate_for_weights)(module, spec)
+    msg = str(e.value)
+    assert "bar.red" in msg and "__syncthreads_count" in msg
+    assert "bar_red.cu:3" in msg, msg  # the CUDA line of __syncthreads_count
