@@ -108,8 +108,13 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
     p = cli("run", str(tmp_path / "fsin.cu"), "--engine", "machine")
     assert p.returncode == 6 and "sin.approx" in p.stderr and "beyond the machine" in p.stderr
     _no_traceback(p)
+    # the model engine runs on a mounted checkpoint: without --model, or with a folder that is not
+    # a mount, it says what it needs
     p = cli("run", str(dot), "--engine", "model")
-    assert p.returncode != 0 and "not available yet" in p.stderr
+    assert p.returncode != 0 and "--engine model needs --model DIR" in p.stderr
+    _no_traceback(p)
+    p = cli("run", str(dot), "--engine", "model", "--model", str(tmp_path))
+    assert p.returncode != 0 and "not a qwengpu mount" in p.stderr
     _no_traceback(p)
     (tmp_path / "spin.cu").write_text(
         'extern "C" __global__ void spin(volatile int* p) { while (!p[0]) {} }\n'
