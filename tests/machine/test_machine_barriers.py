@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from machine_helpers import HEADER, run_interp
 
-from qwengpu.codegen.soft import simulate_for_weights
+from qwengpu.codegen.soft import Options, simulate_for_weights
 from qwengpu.isa.sim import simulate
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.spec import parse_spec
@@ -93,10 +93,32 @@ DONE:
 """
 )
 
+# lanes 2, 3 wait; lanes 0 and 1 branch apart and multiply (on the weights, with routines forced, each
+# multiplication is a call of a shared routine: call/ret while lanes wait)
+CALLS = (
+    _ENTRY
+    + """
+    @%p2 bra C0;
+    add.u32 %r2, %r2, 6;
+    mul.lo.u32 %r2, %r2, %r1;
+    bar.sync 0;
+    bra.uni DONE;
+C0:
+    add.u32 %r3, %r1, 9;
+    mul.lo.u32 %r2, %r3, %r3;
+    bar.sync 0;
+DONE:
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+)
+
 CASES = {
     "branch": (BRANCH, [1, 11, 100, 100]),
     "return": (RETURN, [7, 10, 100, 100]),
     "two_barriers": (TWO_BARRIERS, [1005, 23, 100, 100]),
+    "calls": (CALLS, [81, 6, 100, 100]),
 }
 
 SPEC = {
@@ -113,7 +135,7 @@ def _module(ptx: str) -> Any:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("engine", ["interp", "sim", "weights"])
+@pytest.mark.parametrize("engine", ["interp", "sim", "weights", "routines"])
 def test_waiting_lanes_keep_their_pc(case: str, engine: str) -> None:
     ptx, want = CASES[case]
     module, spec = _module(ptx), parse_spec(SPEC)
@@ -121,8 +143,13 @@ def test_waiting_lanes_keep_their_pc(case: str, engine: str) -> None:
         out = run_interp(module, spec)
     elif engine == "sim":
         out, _, _ = simulate(module, spec)
-    else:
+    elif engine == "weights":
         out, _, _ = simulate_for_weights(module, spec)
+    else:  # every routable expansion a call, every repeated window outlined
+        forced = Options(routines="always", outline="always")
+        out, _, prog = simulate_for_weights(module, spec, options=forced)
+        if case == "calls":
+            assert any(x.op == "call" for x in prog.code)
     assert np.asarray(out["out"]).tolist() == want
 
 
