@@ -951,19 +951,19 @@ def simulate_weights(
     from qwengpu.isa.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.simt.interp import _find_kernel
+    from qwengpu.simt.memory import place_module_globals
     from qwengpu.spec import bind, read_outputs
 
     fn = _find_kernel(module, spec.kernel)  # type: ignore[arg-type, attr-defined]
     prog = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])  # type: ignore[arg-type, attr-defined]
     check_memory_limits(prog)
-    if prog.layout.global_vars:
-        raise MachineLimitError("the machine in the weights has no module global variables yet")
     if transform is not None:
         prog = transform(prog)
     grid, block = tuple(spec.grid), tuple(spec.block)  # type: ignore[attr-defined]
     out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs)  # type: ignore[arg-type, attr-defined]
     check_program_limits(out)
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
+    place_module_globals(bound.gmem, prog.layout.global_vars)  # before the machine's regions, as the engine
     extend_gmem(bound.gmem, plan)
     sim = MachineSim(out, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
     st = sim.launch((plan.nblocks, 1, 1), (plan.nthreads, 1, 1), bound.param_bytes, bound.gmem)

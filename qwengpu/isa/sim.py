@@ -238,11 +238,17 @@ class MachineSim:
         shared_size = dyn_off + dynamic_shared if lay.dynamic_shared_syms else lay.static_shared
         self.shared_size = max(shared_size, lay.static_shared + dynamic_shared)
         self.global_addr: dict[str, int] = {}
+        placed = {b.name: b.start for b in gmem.buffers}  # the weights' launch places them itself
+        fresh = False
         for v in lay.global_vars:
+            if v.name in placed:
+                self.global_addr[v.name] = placed[v.name]
+                continue
+            fresh = True
             self.global_addr[v.name] = gmem.alloc(
                 v.name, v.init or b"", size=v.size, readonly=v.space == "const"
             )
-        if lay.global_vars:
+        if fresh:
             gmem.finalize()
         self.param_size = lay.param_size
         self.bank_start = (lay.param_size + 3) // 4 * 4

@@ -22,7 +22,7 @@ from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
 from qwengpu.model.configs import DEFAULT_SHAPE, test_config  # noqa: F401 - re-exported
-from qwengpu.simt.memory import GLOBAL_BASE
+from qwengpu.simt.memory import GLOBAL_BASE, place_module_globals
 
 M32 = 0xFFFFFFFF
 _MODEL_CACHE: dict[tuple, tuple] = {}
@@ -57,17 +57,21 @@ def _refuse(ins: MInstr, why: str) -> MachineLimitError:
     return MachineLimitError(f"the machine in the weights cannot run `{ins}` yet: {why}")
 
 
-def _param_bank(prog, param_bytes: bytes) -> bytes:
-    """The kernel parameter bank with its launch-constant slots (as ``MachineSim.launch`` builds it)."""
+def _param_bank(prog, param_bytes: bytes, global_addr: dict[str, int] | None = None) -> bytes:
+    """The kernel parameter bank with its launch-constant slots (as ``MachineSim.launch`` builds it):
+    pointer parameters and module global variables (``global_addr``) as window values."""
     lay = prog.layout
     start = (lay.param_size + 3) // 4 * 4
     bank = bytearray(param_bytes) + bytes(max(0, start - len(param_bytes)))
     bank = bank[:start]
     for kind, arg in prog.bank_slots:
-        if kind != "window":
-            raise MachineLimitError("the machine in the weights has no module global variables yet")
-        off, base = arg
-        v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little") - base
+        if kind == "window":
+            off, base = arg
+            v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little") - base
+        elif global_addr is not None and str(arg) in global_addr:
+            v = global_addr[str(arg)] - GLOBAL_BASE
+        else:
+            raise MachineLimitError(f"module global variable {arg} has no address in this launch")
         bank += (v & M32 if -(2**31 - 1) <= v <= 2**31 - 1 else 0x80000000).to_bytes(4, "little")
     return bytes(bank)
 
@@ -195,7 +199,9 @@ def encode_program(
                 addr = (a.v + ins.mod("base") + ins.mod("off")) & M32
                 f["op"] = OP["mov"]
                 reg_or_imm(Imm(int.from_bytes(bank[addr : addr + 4], "little")), "a")
-            elif space == "global":  # (shared/local/spill accesses are global ones by now: softmem.py)
+            elif space == "global" or (space == "const" and op == "ld"):
+                # shared/local/spill accesses are global ones by now (softmem.py); module __constant__
+                # variables live in global memory after the spec's buffers (place_module_globals)
                 off = ins.mod("base") + ins.mod("off") - GLOBAL_BASE
                 f["op"] = OP[op]
                 if isinstance(a, Imm):  # a constant address rides in ``off``; operand a reads 0
@@ -304,9 +310,12 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
         raise MachineLimitError(f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates")
     bound = bind(spec, inline_calls(module, fn))
+    # module __constant__ / __device__ variables follow the spec's buffers (their initial values are
+    # memory words of the prompt, like the buffers'), before the machine's own regions
+    global_addr = place_module_globals(bound.gmem, prog.layout.global_vars)
     # the buffers must end below the machine's own regions (shared, local, spills, warp scratch)
     mem.check_arena(max(((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in bound.gmem.buffers), default=0))
-    bank = _param_bank(prog, bound.param_bytes)
+    bank = _param_bank(prog, bound.param_bytes, global_addr)
     rows = encode_program(prog, bank, block, shape, grid)  # type: ignore[arg-type]
     arena = bound.gmem.arena
     nwords = (len(arena) + 3) // 4
@@ -495,7 +504,7 @@ class BoundsWatch:
         g, pc, mask = cur
         ins = self.prog.code[pc]
         lanes = [x for x in range(4) if mask >> x & 1 and self._guard(ins, 4 * g + x)]
-        if ins.op in ("ld", "st", "atom") and ins.mod("space") == "global":
+        if ins.op in ("ld", "st", "atom") and ins.mod("space") in ("global", "const"):
             self._check(ins, g, pc, res.stores if ins.op == "st" else lanes)
         rd = next((d for d in ins.d if isinstance(d, R)), None)
         if rd is not None:

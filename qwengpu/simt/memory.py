@@ -89,3 +89,14 @@ class GlobalMemory:
                 where = "past the end of" if addr >= b.start + b.size else "before"
                 best = (dist, f"{dist} bytes {where} buffer '{b.name}' ({b.size} bytes)")
         return best[1] if best else "no buffers allocated"
+
+
+def place_module_globals(gmem: GlobalMemory, global_vars: list) -> dict[str, int]:
+    """Allocate a kernel's module ``.global``/``.const`` variables (with their initializers) after
+    the launch's own buffers, as the interpreter and the simulator do; name -> address. Why a
+    helper: the weights' launch must place them *before* the machine's own regions are added."""
+    addrs = {v.name: gmem.alloc(v.name, v.init or b"", size=v.size, readonly=v.space == "const")
+             for v in global_vars}
+    if addrs:
+        gmem.finalize()
+    return addrs

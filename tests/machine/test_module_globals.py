@@ -1,0 +1,64 @@
+"""Module variables (``__constant__`` tables, ``__device__`` globals) on the machine: the weights'
+launch places them after the spec's buffers (their initial values are memory words of the prompt),
+the ISA simulator of the weights' program and the model read and write them there.
+
+Expected values from the kernel's meaning (plain Python below), not from the interpreter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SRC = """
+__constant__ int table[4] = {7, -3, 11, 100};
+__constant__ float scale = 0.5f;
+__device__ int hits = 5;
+extern "C" __global__ void lookup(const int* idx, int* out, float* fout)
+{
+    int i = threadIdx.x;
+    int j = idx[i] & 3;  // constant-index reads: a table indexed by a register is not lowered yet
+    int t = j == 0 ? table[0] : j == 1 ? table[1] : j == 2 ? table[2] : table[3];
+    out[i] = t * (i + 1);
+    fout[i] = scale * (float)out[i];
+    atomicAdd(&hits, 1);
+    __syncthreads();
+    if (i == 0) out[4] = hits;
+}
+"""
+IDX = [2, 0, 3, 1]
+
+
+def _write(tmp: Path) -> tuple[Path, Path]:
+    table = [7, -3, 11, 100]
+    out = [table[j & 3] * (i + 1) for i, j in enumerate(IDX)]
+    spec = {"kernel": "lookup", "grid": 1, "block": 4,
+            "args": [{"name": "idx", "type": "i32*", "data": IDX},
+                     {"name": "out", "type": "i32*", "size": 5},
+                     {"name": "fout", "type": "f32*", "size": 4}],
+            "outputs": ["out", "fout"],
+            "expected": {"out": out + [5 + 4], "fout": [0.5 * v for v in out]}}  # exact: small halves
+    cu, js = tmp / "lookup.cu", tmp / "lookup.json"
+    cu.write_text(SRC)
+    js.write_text(json.dumps(spec))
+    return cu, js
+
+
+def test_module_globals_in_the_weights_program(tmp_path: Path) -> None:
+    from qwengpu.codegen.softmem import run_weights
+    from qwengpu.runner import run_kernel
+
+    cu, js = _write(tmp_path)
+    assert run_kernel(cu, js, engine="interp").mismatches == []
+    res = run_weights(cu, js)
+    assert res.mismatches == []
+
+
+def test_module_globals_inside_the_model(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from qwengpu.runtime.engine import run_machine
+
+    cu, js = _write(tmp_path)
+    run = run_machine(cu, js)
+    assert run.mismatches == [] and run.passed
