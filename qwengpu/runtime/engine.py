@@ -552,18 +552,30 @@ class BoundsWatch:
                 self.block = tk.a
 
 
+def _interpret(cu_path, spec_path) -> None:
+    """The launch on the reference interpreter, for its fault message (thread, buffer, lines)."""
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.simt.interp import Interpreter, _find_kernel
+    from qwengpu.spec import bind, default_spec_path, load_spec
+
+    cu = Path(cu_path)
+    spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
+    module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
+    interp = Interpreter(module, _find_kernel(module, spec.kernel).name)
+    bound = bind(spec, interp.fn)
+    interp.launch(spec.grid, spec.block, bound.param_bytes, bound.gmem, dynamic_shared=spec.shared_bytes)
+
+
 def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, interpret, **kw) -> ModelRun:
     """The model's trace showed an out-of-bounds address: stop with the interpreter's message for
     the launch (thread, block, instruction, address and the nearest buffer). Should the interpreter
     find no fault (the watch misread a trace: a defect), the launch runs again without the watch.
 
-    ``interpret`` runs the launch on the reference interpreter (the caller's: the runtime does not
-    import the runner, which sits above it); ``None`` reports the model's address alone."""
-    if interpret is None:
-        raise ExecutionError(f"out-of-bounds access in the model's trace: block {oob.block}, thread "
-                             f"{oob.thread}, pc {oob.pc}, address 0x{oob.address:x}")
+    ``interpret`` runs the launch on the reference interpreter (the runner passes its own: the
+    runtime does not import the runner, which sits above it); ``None``: :func:`_interpret`."""
     try:
-        interpret()
+        (interpret or (lambda: _interpret(cu_path, spec_path)))()
     except ExecutionError as exc:
         raise ExecutionError(f"{exc}\n  (the model's trace: block {oob.block}, thread {oob.thread}, pc "
                              f"{oob.pc}, address 0x{oob.address:x})") from None

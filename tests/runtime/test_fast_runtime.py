@@ -379,7 +379,8 @@ def launches(machine):
     from qwengpu.runtime.engine import prepare
     from qwengpu.runtime.fast import _CACHE, weights_version
 
-    if machine not in _CACHE:
+    hit = _CACHE.get(machine)  # (an earlier module's flipped-and-restored weight bumps the version)
+    if hit is None or hit[0] != weights_version(machine):
         _CACHE[machine] = (weights_version(machine), FastModel.from_model(machine))
     fast = _CACHE[machine][1]
     out = {}
