@@ -152,6 +152,7 @@ def test_winning_logit_must_be_positive():
 # ---------------------------------------------------------------------------------------------
 # verify, and the negative control
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # ~95 s (recomputes every tensor twice); the default run keeps the damaged-weight check
 def test_verify_recomputes_everything(small_mount, small_base):
     from qwengpu.model.verify import verify_mount
 
