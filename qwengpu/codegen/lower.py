@@ -20,10 +20,11 @@ value, or a general 64-bit value held in a register pair.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from qwengpu.errors import MachineLimitError, PTXError
 from qwengpu.isa.instr import FALSE, POISON, TRUE, Imm, MInstr, P, R, validate
+from qwengpu.isa.program import Layout, Program
 from qwengpu.ptx.inline import inline_calls
 from qwengpu.ptx.ir import (
     TYPE_SIZES,
@@ -81,21 +82,6 @@ def _align(x: int, a: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # layout: identical to the interpreter's, so addresses and fault messages agree bit for bit
 # ---------------------------------------------------------------------------------------------
-@dataclass
-class Layout:
-    """Static memory layout of a kernel (per-thread local, per-block shared, kernel parameters)."""
-
-    local_off: dict[str, int]
-    local_size: int
-    shared_off: dict[str, int]
-    shared_init: list[tuple[int, bytes]]
-    static_shared: int
-    dynamic_shared_syms: list[str]
-    param_off: dict[str, int]
-    param_size: int
-    global_vars: list  # module .global/.const variables, allocated at launch after the spec's buffers
-
-
 def compute_layout(module: Module, fn: Function) -> Layout:
     """The interpreter's layout algorithm (same order, same alignment)."""
     local_off: dict[str, int] = {}
@@ -131,48 +117,6 @@ def compute_layout(module: Module, fn: Function) -> Layout:
         off += p.size
     gvars = [v for v in module.globals if v.space in ("global", "const")]
     return Layout(local_off, local_size, shared_off, shared_init, static_shared, dyn, param_off, off, gvars)
-
-
-# ---------------------------------------------------------------------------------------------
-# the program
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class Program:
-    """A machine program: code, the PTX it came from, memory layout and launch-constant slots.
-
-    ``bank_slots``: words appended to the kernel parameter bank at launch, each ``(kind, arg)``:
-    ``("window", (param_offset, base))`` — a 64-bit pointer parameter as a window value;
-    ``("global", name)`` — the window value of a module global variable's address.
-    ``ptx_ranges[i]``: the machine pcs ``[start, end)`` of PTX instruction i's sequence (empty
-    when the instruction needs no machine instruction); with ``ptx_labels`` it lets the simulator
-    count PTX-level warp instructions exactly as the interpreter does (its step limit).
-    """
-
-    name: str
-    code: list[MInstr]
-    ptx: list[Instr]
-    layout: Layout
-    bank_slots: list[tuple[str, object]]
-    nregs: int
-    npreds: int
-    allocated: bool = False
-    pinned: set[int] = field(default_factory=set)  # vregs read across lanes (shfl sources)
-    kinds: dict[str, tuple] = field(default_factory=dict)
-    ptx_ranges: list[tuple[int, int]] = field(default_factory=list)  # machine [start, end) per PTX instr
-    ptx_labels: dict[str, int] = field(default_factory=dict)  # PTX label -> PTX instruction index
-    spill_words: int = 0  # per-thread spill slots the allocator added
-    uses_approx: list[str] = field(default_factory=list)
-
-    def listing(self) -> str:
-        """Human-readable assembly with the PTX each sequence came from."""
-        out = []
-        last = -2
-        for pc, ins in enumerate(self.code):
-            if ins.ptx != last and ins.ptx >= 0:
-                out.append(f"        // {self.ptx[ins.ptx].text}")
-                last = ins.ptx
-            out.append(f"{pc:5d}:  {ins}")
-        return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------------------------

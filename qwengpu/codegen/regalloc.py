@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu.codegen.lower import Program
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS
+from qwengpu.isa.program import Program
 
 CROSS_LANE = ("shfl", "shflp", "vote", "ballot")
 

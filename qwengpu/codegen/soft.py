@@ -153,9 +153,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from qwengpu.codegen.lower import Program
 from qwengpu.isa.instr import FALSE, POISON, PT, TRUE, Imm, MInstr, P, R, validate
 from qwengpu.isa.limits import LIMITS
+from qwengpu.isa.program import Program
 
 #: ops the circuit in the weights implements (``addw``/``subw`` run as add/sub, ``mulw`` only by a
 #: power of two, as shl; ``call``/``ret`` for the shared routines; ``setp`` with cmp eq ne lt le

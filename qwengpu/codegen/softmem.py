@@ -98,12 +98,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qwengpu.codegen import soft
-from qwengpu.codegen.lower import Program
 from qwengpu.codegen.regalloc import AFTER, rebuild
 from qwengpu.codegen.soft import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS
+from qwengpu.isa.program import Program
 from qwengpu.simt.memory import GLOBAL_BASE
 
 M32 = 0xFFFFFFFF

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from qwengpu.codegen.lower import Program
 from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
 from qwengpu.isa import f64
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, need
+from qwengpu.isa.program import Program
 from qwengpu.ptx.ir import TYPES, Instr
 from qwengpu.simt import fp32
 from qwengpu.simt import ops as iops

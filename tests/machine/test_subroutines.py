@@ -15,10 +15,11 @@ from machine_helpers import HEADER, binop_ptx, binop_spec, run_interp
 from test_soft_lowering import GUARDED, edge_pairs, mulhi_ref, run_soft, words
 
 from qwengpu.codegen import soft
-from qwengpu.codegen.lower import Program, lower_kernel
+from qwengpu.codegen.lower import lower_kernel
 from qwengpu.codegen.regalloc import CallGraph, allocate, liveness
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import OPCODES, Imm, MInstr, P, R, encode, validate
+from qwengpu.isa.program import Program
 from qwengpu.isa.sim import MachineSim
 from qwengpu.machine.circuit import MachineShape
 from qwengpu.ptx.inline import inline_calls
