@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import struct
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,17 +48,28 @@ from qwengpu.ptx.ir import (
 )
 from qwengpu.simt import fp32
 from qwengpu.simt import ops as iops
+from qwengpu.simt.core import (
+    ALL,
+    DEFAULT_MAX_STEPS,
+    JUMP,
+    LANES,
+    NEXT,
+    WARP,
+    Block,
+    SimtCore,
+    SimtWarp,
+    arrive,
+    branch,
+    mask_word,
+    retire,
+    shuffle_lanes,
+    warp_vote,
+)
 from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 
-WARP = 32
-DEFAULT_MAX_STEPS = 5_000_000
-LANES = np.arange(WARP, dtype=np.uint32)
-ALL = np.ones(WARP, dtype=bool)
-ALL.flags.writeable = False  # a mask of None means "all 32 lanes active" (the common case)
 ROUNDING = {"rn", "rz", "rm", "rp"}
 INT_ROUNDING = {"rni", "rzi", "rmi", "rpi"}
 APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
-_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -88,69 +98,16 @@ class Stats:
         }
 
 
-class Warp:
-    """Per-warp state: registers, per-lane PCs, liveness and special-register values."""
+class Warp(SimtWarp):
+    """A PTX warp: the scheduling state of :class:`SimtWarp`, one array per declared register."""
 
-    __slots__ = (
-        "R",
-        "pcs",
-        "live",
-        "waiting",
-        "conv",
-        "cmask",
-        "cand",
-        "nrun",
-        "special",
-        "lbase",
-        "thread",
-        "block",
-        "cc",
-        "warp_id",
-        "done",
-        "nlanes",
-        "red",
-    )
+    __slots__ = ("R", "cc", "red")
 
     def __init__(self, nregs_dtypes: list[type], block: Block, warp_id: int, threads: np.ndarray) -> None:
+        super().__init__(block, warp_id, threads)
         self.R = [np.zeros(WARP, dtype=d) for d in nregs_dtypes]
-        self.nlanes = len(threads)
-        self.live = np.zeros(WARP, dtype=bool)
-        self.live[: self.nlanes] = True
-        self.waiting = np.zeros(WARP, dtype=bool)
-        self.pcs = np.zeros(WARP, dtype=np.int64)
-        self.conv = 0  # the common PC when all runnable lanes agree, else -1 (then pcs is stale)
-        self.cmask = None if self.nlanes == WARP else self.live.copy()  # active mask while converged
-        self.cand: np.ndarray | None = None  # while diverged: per-lane PC, 2**40 for lanes that cannot run
-        self.nrun = self.nlanes
-        self.thread = np.zeros(WARP, dtype=np.int64)  # linear thread index in block (padding lanes: 0)
-        self.thread[: self.nlanes] = threads
-        self.block = block
-        self.warp_id = warp_id
         self.cc = np.zeros(WARP, dtype=np.uint64)
-        self.done = self.nlanes == 0
-        self.special: dict[str, np.ndarray] = {}
         self.red: list[tuple] = []  # bar.red contributions waiting for the barrier's release
-        self.lbase = self.thread.astype(np.uint64) * np.uint64(block.local_size)
-
-
-class Block:
-    """Per-block state: shared memory, local memory of its threads, the block index."""
-
-    def __init__(
-        self,
-        ctaid: tuple[int, int, int],
-        nthreads: int,
-        shared_size: int,
-        local_size: int,
-        shared_init: list[tuple[int, bytes]],
-    ) -> None:
-        self.ctaid = ctaid
-        self.shared = np.zeros((shared_size + 7) // 8 * 8, dtype=np.uint8)
-        for off, data in shared_init:
-            self.shared[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
-        self.shared_size = shared_size
-        self.local_size = local_size
-        self.local = np.zeros(max(8, nthreads * local_size), dtype=np.uint8)
 
 
 def _type_of(ins: Instr) -> str:
@@ -160,8 +117,11 @@ def _type_of(ins: Instr) -> str:
     raise PTXError(f"{ins.where()}: `{ins.text}` has no type")
 
 
-class Interpreter:
-    """Runs one kernel of a parsed module. Build once, launch many times."""
+class Interpreter(SimtCore):
+    """Runs one kernel of a parsed module. Build once, launch many times.
+
+    Scheduling, barriers and the block loop are :class:`SimtCore`'s; this class gives PTX
+    instructions their meaning (one closure each) and counts PTX issues."""
 
     def __init__(
         self,
@@ -175,6 +135,7 @@ class Interpreter:
         fn = _find_kernel(module, kernel)
         self.module = module
         self.fn: Function = inline_calls(module, fn)
+        self.kernel_name = self.fn.name
         self.max_steps = max_steps
         self.trace = trace
         self.printf = printf if printf is not None else sys.stderr.write  # device printf output
@@ -218,6 +179,8 @@ class Interpreter:
         self.used_specials = sorted(
             {o.name for i in self.fn.body for o in i.operands if isinstance(o, Special)}
         )
+        # the counters (%clock, ...) are read live; the rest are set once per warp
+        self.launch_specials = [n for n in self.used_specials if n.partition(".")[0] not in COUNTER_SPECIALS]
         self.uses_approx = sorted({i.form for i in self.fn.body if i.op in APPROX_OPS or "approx" in i.mods})
         for ins in self.fn.body:  # reject unsupported instructions before any launch
             _check_supported(ins)
@@ -260,50 +223,16 @@ class Interpreter:
             self._code_key = key
         self.stats = Stats(approximate=list(self.uses_approx))
         self.steps_left = self.max_steps
-        nthreads = block[0] * block[1] * block[2]
-        t0 = time.perf_counter()
-        with np.errstate(all="ignore"):
-            for bz in range(grid[2]):
-                for by in range(grid[1]):
-                    for bx in range(grid[0]):
-                        self._run_block((bx, by, bz), nthreads)
-                        if progress is not None:
-                            self.stats.seconds = time.perf_counter() - t0
-                            progress(self.stats)
-        self.stats.seconds = time.perf_counter() - t0
+        self._run_grid(block[0] * block[1] * block[2], progress)
         return self.stats
 
-    def _run_block(self, ctaid: tuple[int, int, int], nthreads: int) -> None:
-        blk = Block(ctaid, nthreads, self.shared_size, self.local_size, self.shared_init)
-        self.stats.blocks += 1
-        warps = []
-        bx, by, bz = self.blockdim
-        for wid in range((nthreads + WARP - 1) // WARP):
-            threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
-            w = Warp(self.reg_dtypes, blk, wid, threads)
-            self._specials(w, ctaid, nthreads, wid)
-            warps.append(w)
-        self.stats.warps += len(warps)
-        while True:
-            progressed = False
-            for w in warps:
-                if not w.done and not (w.waiting[w.live].all() and w.live.any()):
-                    self._run_warp(w)
-                    progressed = True
-            pending = [w for w in warps if not w.done]
-            if not pending:
-                return
-            if all(w.waiting[w.live].all() for w in pending):
-                # every live thread of the block arrived: release the barrier
-                self.stats.barriers += 1
-                self._reduce_at_barrier(warps)
-                for w in warps:
-                    w.waiting[:] = False
-                    self._reconverge(w)
-            elif not progressed:
-                raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
+    def _new_block(self, ctaid: tuple[int, int, int], nthreads: int) -> Block:
+        return Block(ctaid, nthreads, self.shared_size, self.local_size, self.shared_init)
 
-    def _reduce_at_barrier(self, warps: list[Warp]) -> None:
+    def _new_warp(self, blk: Block, wid: int, threads: np.ndarray) -> Warp:
+        return Warp(self.reg_dtypes, blk, wid, threads)
+
+    def _release(self, warps: list[Warp]) -> None:  # type: ignore[override]
         """``bar.red``: every arrived thread's predicate, reduced over the block, to each of them."""
         entries = [e for w in warps for e in w.red]
         if not entries:
@@ -324,166 +253,55 @@ class Interpreter:
                 wr(w, val, None if act is ALL or act.all() else act)
             w.red = []
 
-    def _specials(self, w: Warp, ctaid: tuple[int, int, int], nthreads: int, wid: int) -> None:
-        """Special-register values of a warp (only those the kernel reads)."""
-        t = w.thread
-        bx, by, _ = self.blockdim
-        one = np.uint64(1)
-        lane64 = LANES.astype(np.uint64)
-        nwarps = (nthreads + WARP - 1) // WARP
-        axes = {"x": 0, "y": 1, "z": 2}
-        for name in self.used_specials:
-            base, _, axis = name.partition(".")
-            if base in COUNTER_SPECIALS:
-                continue  # read live (the warp-instruction count)
-            if base == "tid":
-                v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[axis]
-            elif base in ("ntid", "ctaid", "nctaid", "clusterid", "nclusterid"):
-                # no cluster launch: every CTA is its own 1x1x1 cluster (PTX ISA: the implicit cluster)
-                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid, "clusterid": ctaid,
-                       "nclusterid": self.grid}[base]  # fmt: skip
-                v = np.full(WARP, src[axes[axis]])
-            elif base in ("cluster_ctaid", "cluster_ctarank", "is_explicit_cluster", "current_graph_exec"):
-                v = np.zeros(WARP)  # rank 0 of an implicit cluster; not launched from a CUDA graph
-            elif base in ("cluster_nctaid", "cluster_nctarank"):
-                v = np.ones(WARP)
-            elif base == "laneid":
-                v = LANES
-            elif base == "warpid":
-                v = np.full(WARP, wid)
-            elif base == "nwarpid":
-                v = np.full(WARP, nwarps)
-            elif base == "warpsize":
-                v = np.full(WARP, WARP)
-            elif base.startswith("lanemask_"):
-                v = {
-                    "lanemask_eq": one << lane64,
-                    "lanemask_lt": (one << lane64) - one,
-                    "lanemask_le": (one << (lane64 + one)) - one,
-                    "lanemask_ge": ~((one << lane64) - one),
-                    "lanemask_gt": ~((one << (lane64 + one)) - one),
-                }[base]
-            elif base == "nsmid":
-                v = np.ones(WARP)
-            elif base == "dynamic_smem_size":
-                # shared with the machine (isa/sim.py, codegen/softmem.py, tests/machine/test_softmem.py):
-                # the dynamic part counted from the end of the static variables, so the padding that
-                # aligns it to 16 bytes is included; the PTX ISA's value is the launch's dynamic bytes
-                v = np.full(WARP, self.shared_size - self.static_shared)
-            elif base == "total_smem_size":  # static (padded) + dynamic, as the machine models it
-                v = np.full(WARP, self.shared_size)
-            elif base in ("smid", "gridid"):  # a single SM, a single grid
-                v = np.zeros(WARP)
-            else:  # pragma: no cover - _check_special refuses everything else before a launch
-                raise PTXError(f"special register %{name} is not supported")
-            w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-
-    def _reconverge(self, w: Warp) -> None:
-        w.cand = None
-        run = w.live & ~w.waiting
-        if not run.any():
-            w.conv = -1
-            return
-        pcs = w.pcs[run]
-        lo = pcs.min()
-        w.conv = int(lo) if (pcs == lo).all() else -1
-        w.cmask = None if (w.nlanes == WARP and run.all()) else run
-
     def _step_limit(self, w: Warp, pc: int) -> ExecutionError:
         ins = self.fn.body[pc]
-        return ExecutionError(
-            f"step limit reached: {self.max_steps} warp instructions executed without finishing "
-            f"(last at {ins.where()}: `{ins.text}`, block {w.block.ctaid}, warp {w.warp_id}); "
-            "the kernel may loop forever — raise the limit with --max-steps"
-        )
+        return self._step_limit_error(w, ins.where(), ins.text)
 
-    def _run_warp(self, w: Warp) -> None:
-        """Issue instructions for one warp until it exits or waits at a barrier."""
+    def _run_uniform(self, w: Warp) -> int:  # type: ignore[override]
+        """The converged tight loop. Its issues are counted into ``stats`` when it ends, so the
+        counter specials (``%clock``) read the count as of the run's start."""
         code = self.code
         n = len(code)
         stats = self.stats
         trace = self.trace
-        full = w.nlanes == WARP
-        while True:
-            if w.conv >= 0:
-                # converged: a tight loop while control flow stays uniform
-                pc = w.conv
-                m = w.cmask
-                width = WARP if m is None else int(m.sum())
-                issued = 0
-                try:
-                    while True:
-                        if pc >= n:
-                            raise ExecutionError(
-                                f"thread ran past the end of kernel {self.fn.name} without `ret`"
-                            )
-                        if issued >= self.steps_left:
-                            raise self._step_limit(w, pc)
-                        issued += 1
-                        if trace is not None:
-                            self._trace(w, pc, m)
-                        w.conv = pc
-                        kind, arg = code[pc](w, m)
-                        if kind == _NEXT:
-                            pc += 1
-                        elif kind == _JUMP:
-                            pc = arg
-                        else:
-                            break
-                finally:
-                    self.steps_left -= issued
-                    stats.warp_instructions += issued
-                    stats.thread_instructions += issued * width
-            else:
-                cand = w.cand
-                if cand is None:
-                    run = w.live & ~w.waiting
-                    w.nrun = int(np.count_nonzero(run))
-                    if w.nrun == 0:
-                        return
-                    cand = w.cand = np.where(run, w.pcs, 1 << 40)
-                pc = int(cand.min())
-                m = cand == pc
-                if int(np.count_nonzero(m)) == w.nrun:
-                    w.conv = pc
-                    w.cmask = None if (full and w.nrun == WARP) else m
-                    w.cand = None
-                    continue
+        pc = w.conv
+        m = w.cmask
+        width = WARP if m is None else int(m.sum())
+        issued = 0
+        try:
+            while True:
                 if pc >= n:
-                    raise ExecutionError(f"thread ran past the end of kernel {self.fn.name} without `ret`")
-                if self.steps_left <= 0:
+                    raise self._past_end()
+                if issued >= self.steps_left:
                     raise self._step_limit(w, pc)
-                self.steps_left -= 1
-                stats.warp_instructions += 1
-                stats.thread_instructions += int(np.count_nonzero(m))
+                issued += 1
                 if trace is not None:
                     self._trace(w, pc, m)
+                w.conv = pc
                 kind, arg = code[pc](w, m)
-                if kind == _NEXT:
-                    w.pcs[m] = pc + 1
-                    cand[m] = pc + 1
-                    continue
-                if kind == _JUMP:
-                    w.pcs[m] = arg
-                    cand[m] = arg
-                    continue
-                w.cand = None
-            if kind == _DIVERGED:
-                stats.divergent_branches += 1
-                w.conv = -1
-            elif kind == _EXIT:
-                if not w.live.any():
-                    w.done = True
-                    return
-                self._reconverge(w)
-            elif kind == _BARRIER:
-                self._reconverge(w)
-                if not (w.live & ~w.waiting).any():
-                    return
+                if kind == NEXT:
+                    pc += 1
+                elif kind == JUMP:
+                    pc = arg
+                else:
+                    return kind
+        finally:
+            self.steps_left -= issued
+            stats.warp_instructions += issued
+            stats.thread_instructions += issued * width
+
+    def _account_one(self, w: Warp, pc: int, m: np.ndarray) -> None:  # type: ignore[override]
+        if self.steps_left <= 0:
+            raise self._step_limit(w, pc)
+        self.steps_left -= 1
+        self.stats.warp_instructions += 1
+        self.stats.thread_instructions += int(np.count_nonzero(m))
+        if self.trace is not None:
+            self._trace(w, pc, m)
 
     def _trace(self, w: Warp, pc: int, m: np.ndarray | None) -> None:
-        mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
-        self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:4d} mask={mask:08x}  {self.fn.body[pc].text}")
+        text = self.fn.body[pc].text
+        self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:4d} mask={mask_word(m):08x}  {text}")
 
     # ------------------------------------------------------------------ building closures
     def _fail(self, ins: Instr, msg: str) -> PTXError:
@@ -581,7 +399,7 @@ class Interpreter:
             if m is None and p.all():
                 return fn(w, None)
             if not mm.any():
-                return (_NEXT, 0)
+                return (NEXT, 0)
             return fn(w, mm)
 
         return guarded
@@ -602,7 +420,7 @@ class Interpreter:
             raise self._fail(ins, "indirect branch is not supported")
         tpc = self.fn.labels[target.name]
         if ins.guard is None:
-            return lambda w, m: (_JUMP, tpc)
+            return lambda w, m: (JUMP, tpc)
         g = self._reader(ins.guard, "pred", ins)
         neg = ins.guard_neg
 
@@ -610,39 +428,20 @@ class Interpreter:
             p = g(w)
             if neg:
                 p = ~p
-            taken = p if m is None else (m & p)
-            act = ALL if m is None else m
-            nt = int(taken.sum())
-            if nt == 0:
-                return (_NEXT, 0)
-            if nt == int(act.sum()):
-                return (_JUMP, tpc)
-            # divergence: split the lanes
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.pcs[act] = pc + 1
-            w.pcs[taken] = tpc
-            return (_DIVERGED, 0)
+            return branch(w, m, p if m is None else (m & p), pc, tpc)
 
         return bra
 
     def _op_ret(self, ins: Instr, pc: int):
-        def ret(w, m):
-            act = ALL if m is None else m
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.live &= ~act
-            return (_EXIT, 0)
-
-        return ret
+        return retire
 
     _op_exit = _op_ret
 
     def _op_bar(self, ins: Instr, pc: int):
         if "warp" in ins.mods:  # bar.warp.sync: lanes already converge under min-PC scheduling
-            return lambda w, m: (_NEXT, 0)
+            return lambda w, m: (NEXT, 0)
         if "arrive" in ins.mods:
-            return lambda w, m: (_NEXT, 0)
+            return lambda w, m: (NEXT, 0)
 
         red = next((k for k in ("popc", "and", "or") if "red" in ins.mods and k in ins.mods), None)
         if "red" in ins.mods and red is None:
@@ -655,19 +454,14 @@ class Interpreter:
             act = ALL if m is None else m
             if red is not None:  # the result is written when the barrier releases (_release)
                 w.red.append((red, wr, act.copy(), np.broadcast_to(rp(w), (WARP,)) & act))
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.pcs[act] = pc + 1
-            w.waiting |= act
-            w.conv = -1
-            return (_BARRIER, 0)
+            return arrive(w, act, pc)
 
         return bar
 
     _op_barrier = _op_bar
 
     def _nop(self, ins: Instr, pc: int):
-        return lambda w, m: (_NEXT, 0)
+        return lambda w, m: (NEXT, 0)
 
     _op_membar = _op_fence = _op_prefetch = _op_prefetchu = _op_pmevent = _op_nanosleep = _nop
 
@@ -688,7 +482,7 @@ class Interpreter:
                 for k, r in enumerate(readers):
                     acc |= np.asarray(r(w)).astype(np.uint64) << np.uint64(k * width)
                 wr(w, acc.astype(iops.UNSIGNED_OF[TYPE_SIZES[t] * 8]).view(td), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return pack
         if isinstance(d, Vec):  # unpack: mov.b64 {lo, hi}, d
@@ -703,7 +497,7 @@ class Interpreter:
                 v = np.asarray(rd(w)).astype(np.uint64)
                 for k, wr in enumerate(writers):
                     wr(w, ((v >> np.uint64(k * width)) & mask).astype(iops.UNSIGNED_OF[width]), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return unpack
         rd = self._reader(a, t, ins)
@@ -711,7 +505,7 @@ class Interpreter:
 
         def mov(w, m):
             wr(w, rd(w), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return mov
 
@@ -727,7 +521,7 @@ class Interpreter:
 
             def un(w, m):
                 wr(w, f(r0(w)), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return un
         if len(rds) == 2:
@@ -735,13 +529,13 @@ class Interpreter:
 
             def bi(w, m):
                 wr(w, f(r0(w), r1(w)), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return bi
 
         def nary(w, m):
             wr(w, f(*[r(w) for r in rds]), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return nary
 
@@ -795,7 +589,7 @@ class Interpreter:
             if set_out:
                 cout = np.array([(v >> width) & 1 if sign > 0 else int(v < 0) for v in full], dtype=np.uint64)
                 w.cc = cout if m is None else np.where(m, cout, w.cc)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return carry
 
@@ -855,7 +649,7 @@ class Interpreter:
 
             def madw(w, m):
                 wr(w, iops.mulwide(np.asarray(ra(w)), np.asarray(rb(w))) + rc(w), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return madw
         hi = "hi" in ins.mods
@@ -905,7 +699,7 @@ class Interpreter:
             ys = np.where(y == 0, y.dtype.type(1), y)
             q, r = iops.div_trunc(x, ys)
             wr(w, q if quotient else r, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return div
 
@@ -1026,7 +820,7 @@ class Interpreter:
 
         def f(w, m):
             wr(w, iops.lop3(ra(w), rb(w), rc(w), table), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1044,7 +838,7 @@ class Interpreter:
             if np.ndim(x) == 0:
                 x = np.full(WARP, x)
             wr(w, f(x, rb(w), width), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return sh
 
@@ -1063,7 +857,7 @@ class Interpreter:
 
         def f(w, m):
             wr(w, iops.shf(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), left, wrap), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1093,7 +887,7 @@ class Interpreter:
 
         def f(w, m):
             wr(w, iops.bfe(np.broadcast_to(ra(w), (WARP,)), rb(w), rc(w)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1106,7 +900,7 @@ class Interpreter:
 
         def f(w, m):
             wr(w, iops.bfi(ra(w), np.broadcast_to(rb(w), (WARP,)), rc(w), re_(w)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1118,7 +912,7 @@ class Interpreter:
 
         def f(w, m):
             wr(w, iops.prmt(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), mode), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1160,7 +954,7 @@ class Interpreter:
             wp(w, r, m)
             if wq is not None:
                 wq(w, q, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return setp
 
@@ -1183,7 +977,7 @@ class Interpreter:
         def f(w, m):
             r = np.broadcast_to(cmpf(ra(w), rb(w)), (WARP,))
             wr(w, np.where(r, true, np.uint32(0)).view(iops.DTYPES[dt]), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return f
 
@@ -1195,7 +989,7 @@ class Interpreter:
 
         def selp(w, m):
             wr(w, np.where(rc(w), ra(w), rb(w)).astype(iops.DTYPES[t]), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return selp
 
@@ -1214,7 +1008,7 @@ class Interpreter:
             else:
                 cond = np.asarray(cv) >= 0
             wr(w, np.where(cond, ra(w), rb(w)).astype(iops.DTYPES[dt]), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return slct
 
@@ -1234,7 +1028,7 @@ class Interpreter:
 
         def cvt(w, m):
             wr(w, f(np.broadcast_to(ra(w), (WARP,))), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return cvt
 
@@ -1275,13 +1069,13 @@ class Interpreter:
             else:
                 v = v + win
             wr(w, v.astype(td), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         if window == 0:
 
             def cvta_id(w, m):
                 wr(w, ra(w), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return cvta_id
         return cvta
@@ -1410,15 +1204,6 @@ class Interpreter:
         lane = int(np.nonzero(lanes)[0][k])
         raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
 
-    def _fault(self, w: Warp, lane: int, ins: Instr, msg: str) -> ExecutionError:
-        t = int(w.thread[lane])
-        bx, by, _ = self.blockdim
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
-        return ExecutionError(
-            f"{msg}\n  thread {tid} of block {w.block.ctaid} (warp {w.warp_id}, lane {lane})\n"
-            f"  instruction `{ins.text}` at {ins.where()}"
-        )
-
     def _op_ld(self, ins: Instr, pc: int):
         t = _type_of(ins)
         d, a = ins.operands
@@ -1447,7 +1232,7 @@ class Interpreter:
                     vals = np.zeros(WARP, dtype=dt)
                     vals[lanes] = got
                 wr(w, vals, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return ld
 
@@ -1474,7 +1259,7 @@ class Interpreter:
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, True)
                 v = np.broadcast_to(rd(w), (WARP,)).astype(dt)
                 mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v if lanes is ALL else v[lanes]
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return st
 
@@ -1525,7 +1310,7 @@ class Interpreter:
             old[lanes] = np.array(olds, dtype=dt)
             if wr is not None:
                 wr(w, old, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return atom
 
@@ -1541,33 +1326,14 @@ class Interpreter:
         ra, rb, rc = self._reader(a, "b32", ins), self._reader(b, "u32", ins), self._reader(c, "u32", ins)
         wr = self._writer(d, "b32", ins)
         wp = self._writer(dp, "pred", ins) if dp is not None else None
-        lane = LANES.astype(np.int64)
 
         def shfl(w, m):
             src = np.broadcast_to(ra(w), (WARP,))
-            bval = np.broadcast_to(rb(w), (WARP,)).astype(np.int64) & 31
-            cv = np.broadcast_to(rc(w), (WARP,)).astype(np.int64)
-            cval = cv & 31
-            segmask = (cv >> 8) & 31
-            max_lane = (lane & segmask) | (cval & ~segmask)
-            min_lane = lane & segmask
-            if mode == "up":
-                j = lane - bval
-                ok = j >= max_lane
-            elif mode == "down":
-                j = lane + bval
-                ok = j <= max_lane
-            elif mode == "bfly":
-                j = lane ^ bval
-                ok = j <= max_lane
-            else:
-                j = min_lane | (bval & ~segmask)
-                ok = j <= max_lane
-            j = np.where(ok, j, lane)
+            j, ok = shuffle_lanes(mode, np.broadcast_to(rb(w), (WARP,)), np.broadcast_to(rc(w), (WARP,)))
             wr(w, src[j], m)
             if wp is not None:
                 wp(w, ok, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return shfl
 
@@ -1584,14 +1350,9 @@ class Interpreter:
             if mode == "ballot":
                 v = np.uint32(int((weights * p).sum()))
                 wr(w, np.full(WARP, v, dtype=np.uint32), m)
-            elif mode == "all":
-                wr(w, np.full(WARP, bool(p[act].all())), m)
-            elif mode == "any":
-                wr(w, np.full(WARP, bool(p.any())), m)
             else:
-                pv = p[act]
-                wr(w, np.full(WARP, bool(pv.all() or not pv.any())), m)
-            return (_NEXT, 0)
+                wr(w, np.full(WARP, warp_vote(mode, p, act)), m)
+            return (NEXT, 0)
 
         return vote
 
@@ -1620,14 +1381,14 @@ class Interpreter:
             if mode == "any":
                 out = (same.astype(np.uint64) * weights[None, :]).sum(axis=1).astype(np.uint32)
                 wr(w, out, m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
             vals = v[members]
             uni = bool(len(vals) == 0 or (vals == vals[0]).all())
             mask = np.uint32(int((weights * members).sum())) if uni else np.uint32(0)
             wr(w, np.full(WARP, mask, dtype=np.uint32), m)
             if wp is not None:
                 wp(w, np.full(WARP, uni), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return match
 
@@ -1654,7 +1415,7 @@ class Interpreter:
                     const |= (v >= np.uint64(buf.start)) & (v < np.uint64(buf.start + buf.size))
             r = {"shared": sh, "local": lo, "const": const, "global": ~(sh | lo | const)}[space]
             wr(w, r, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return isspacep
 
@@ -1699,7 +1460,7 @@ class Interpreter:
                     r = (r & x) if kind == "and" else (r | x) if kind == "or" else (r ^ x)
                 r &= 0xFFFFFFFF
             wr(w, np.full(WARP, np.uint32(r)).view(dt) if dt != np.uint32 else np.full(WARP, np.uint32(r)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return redux
 
@@ -1737,7 +1498,7 @@ class Interpreter:
                 for k in range(2):
                     acc = acc + field(av, k, 16, sa) * field(bv, k + 2 * hi, 8, sb)
             wr(w, (acc & 0xFFFFFFFF).astype(np.uint32), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return dot
 
@@ -1769,7 +1530,7 @@ class Interpreter:
                 np.array([fns_one(x, y, z) for x, y, z in zip(av, bv, cv, strict=True)], dtype=np.uint32),
                 m,
             )
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return fns
 
@@ -1792,7 +1553,7 @@ class Interpreter:
             wr(w, np.full(WARP, leader, dtype=np.uint32), m)
             if wp is not None:
                 wp(w, LANES == leader, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return elect
 
@@ -1811,7 +1572,7 @@ class Interpreter:
                 ins, f"unsupported copy `{ins.form}` (only cp.async shared <- global is modelled)"
             )
         if any(m in ("commit_group", "wait_group", "wait_all") for m in ins.mods):
-            return lambda w, m: (_NEXT, 0)
+            return lambda w, m: (NEXT, 0)
         ops = ins.operands
         if (
             len(ops) < 3
@@ -1850,7 +1611,7 @@ class Interpreter:
             rows = data if lanes is ALL else data[lanes]
             for k in range(size):
                 mem[(idx + np.uint64(k)).astype(np.int64)] = rows[:, k]
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return cp
 
@@ -1879,7 +1640,7 @@ class Interpreter:
             if ra is not None:  # the result (the number of arguments) goes to the call's retval
                 mem, ri = self._resolve(w, ra(w), lanes, 4, "callparam", ins, True)
                 mem.view(np.int32)[(ri // np.uint64(4)).astype(np.int64)] = np.array(counts, dtype=np.int32)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return vprintf
 
@@ -1984,7 +1745,7 @@ class Interpreter:
         def am(w, m):
             act = ALL if m is None else m
             wr(w, np.full(WARP, np.uint32(int((weights * act).sum())), dtype=np.uint32), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return am
 
