@@ -185,12 +185,139 @@ def _argmin(c: Circuit, valid: list[Bit], vals: list[Word]) -> tuple[list[Bit], 
     return win, val, c.any_of(valid)
 
 
-def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> Circuit:
-    """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
+# ---- the units, in the order their signals are created (the node order fixes the layout: keep it)
 
-    ``debug`` adds outputs for internal signals (for the exact evaluator, never for a model)."""
-    assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
-    c = Circuit("qwengpu_machine")
+
+@dataclass
+class Fetch:
+    """What fetch and decode hands every later unit: the token's kind and fields, the launch and
+    control latches, the staged chunks, the decoded ROM row and the executing token's lanes."""
+
+    tok: Word
+    t: list[Bit]
+    one0: Word
+    is_data: Bit
+    is_passm: Bit
+    is_exec: Bit
+    is_dumpaddr: Bit
+    is_store: Bit
+    is_short: Bit
+    is_ushort: Bit
+    is_block: Bit
+    is_bar: Bit
+    is_bank: Bit
+    idx: Word
+    d: Word
+    nth: Word
+    nbl: Word
+    blk: Word
+    ep: Bit
+    gpar: Bit
+    dlo: Word
+    dhi: Word
+    mode: Word
+    cur: Word
+    cg: Word
+    cpc: Word
+    bnk: Bit
+    m_exec: Bit
+    m_mem: Bit
+    m_dump: Bit
+    g_exists: list[Bit]
+    staged: list[Word]
+    f: dict[str, Word]
+    op: Word
+    lane_exists: list[Bit]
+    mask: list[Bit]
+
+
+@dataclass
+class Operands:
+    """Register file output per lane: operands a and b, the raw register a, guard and c predicate."""
+
+    exec_data: Bit  # a result chunk token (DATA in exec mode): commits here, sequences chunks in emit
+    A: list[Word]
+    B: list[Word]
+    RA: list[Word]  # the register operand a itself (a return address for ``ret``)
+    G: list[Bit]
+    CV: list[Bit]
+
+
+@dataclass
+class Results:
+    """Datapath output per lane: the 32-bit result and the setp predicate bit; the next pc."""
+
+    res: list[Word]
+    pbits: list[Bit]
+    pc1: Word
+
+
+@dataclass
+class Schedule:
+    """Scheduler output: the lanes the pass executes, the group state, the next PASS / MASK token."""
+
+    eff: list[Bit]
+    is_trap: Bit
+    grp_live: list[Bit]
+    grp_run: list[Bit]
+    min_run: Word
+    has_run: Bit
+    runs: list[Bit]
+    lives: list[Bit]
+    cont: Bit
+    cand: list[Bit]
+    has_sel: Bit
+    sel_g: Word
+    sel_pc: Word
+    full: Bit
+    q_mask: list[Bit]
+    any_live: Bit
+    next_tok: Word
+    mask_tok: Word
+
+
+@dataclass
+class Emitted:
+    """The next token and the emit signals the debug outputs show."""
+
+    out: Word
+    c_next: Bit
+    c_data: Bit
+    L_eff: list[Bit]
+    uniform: Bit
+
+
+def _ctl_is(c: Circuit, tok: Word, k: int) -> Bit:
+    """[tok is the control token of kind k]."""
+    t, sub = list(tok.bits), tok[10:14]
+    return c.all_of([t[15], t[14]] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
+
+
+def _latch(c: Circuit, name: str, width: int, value: Word, enable: Bit) -> Word:
+    """A one-row memory holding ``value`` from the last token that enabled it."""
+    one0 = c.const(0, 1)
+    m = c.memory(name, rows=1, width=width)
+    m.write(one0, value[:width], enable)  # type: ignore[arg-type]
+    return m.read(one0)
+
+
+def _exists(c: Circuit, nth: Word, group: Word, lane: int) -> Bit:
+    """Thread 4*group + lane exists in this launch."""
+    return c.concat(c.const(lane, 2), group, c.const(0, 1)) < nth
+
+
+def _resolve(c: Circuit, row: Word, live_if_fresh: Bit, gpar: Bit, ep: Bit) -> tuple[Word, Bit, Bit]:
+    """A lane row -> (pc, live, running), seen from the current block and barrier epoch."""
+    cur_blk = row[P.PC_BITS + 3] ^ gpar  # rows store the inverted block parity: a blank row is stale
+    live = c.all_of([live_if_fresh, ~c.all_of([cur_blk, row[P.PC_BITS]])])
+    waits = c.all_of([cur_blk, row[P.PC_BITS + 1], ~(row[P.PC_BITS + 2] ^ ep)])
+    pc = c.concat(*[c.all_of([cur_blk, b]) for b in row[: P.PC_BITS].bits])
+    return pc, live, c.all_of([live, ~waits])  # type: ignore[return-value]
+
+
+def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
+    """Decode + ROM read (doc section 5, layers 0-1): the token, the launch registers, the control
+    latch (mode | pc-or-address | group), the staging memory, the ROM row and the active lanes."""
     tok = c.input("tok", 16)
     t = list(tok.bits)
     one0 = c.const(0, 1)
@@ -201,28 +328,22 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     sub, arg = tok[10:14], tok[0:10]
 
     def ctl_is(k: int) -> Bit:
-        return c.all_of([t[15], t[14]] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
+        return _ctl_is(c, tok, k)
 
     is_dumpaddr = ctl_is(P.DUMPADDR)
     is_store, is_mask = ctl_is(P.STORE), ctl_is(P.MASK)
     is_short, is_ushort = ctl_is(P.SHORT), ctl_is(P.USHORT)
-    sl_short = tok[8:10]  # SHORT's lane
     is_block, is_bar = ctl_is(P.BLOCK), ctl_is(P.BAR)
     is_exec = is_pass_full | is_mask
 
-    def latch(name: str, width: int, value: Word, enable: Bit) -> Word:
-        m = c.memory(name, rows=1, width=width)
-        m.write(one0, value[:width], enable)  # type: ignore[arg-type]
-        return m.read(one0)
-
     # ---- launch registers and the control latch: mode | a (pc or address) | group
-    nth = latch("nth", 7, arg, ctl_is(P.NTHREADS))
-    nbl = latch("nbl", 7, arg, ctl_is(P.NBLOCKS))
-    blk = latch("blk", 7, arg, is_block)
-    ep = latch("ep", 1, arg, is_bar)[0]
+    nth = _latch(c, "nth", 7, arg, ctl_is(P.NTHREADS))
+    nbl = _latch(c, "nbl", 7, arg, ctl_is(P.NBLOCKS))
+    blk = _latch(c, "blk", 7, arg, is_block)
+    ep = _latch(c, "ep", 1, arg, is_bar)[0]
     gpar = blk[0]
-    dlo = latch("dlo", 10, arg, ctl_is(P.DUMPLO))
-    dhi = latch("dhi", 10, arg, ctl_is(P.DUMPHI))
+    dlo = _latch(c, "dlo", 10, arg, ctl_is(P.DUMPLO))
+    dhi = _latch(c, "dhi", 10, arg, ctl_is(P.DUMPHI))
     # each of these is ONE function of the token's top bits (one MLP): the control latch, and
     # everything addressed through it, sits as early as possible
     top = [t[15], t[14], *sub.bits]  # t15, t14, then the control kind (t10..t13)
@@ -236,19 +357,14 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     # a PASS stores its pc and group, an address token its argument (the latch is written only then)
     a_val = c.concat(tok[0 : P.PASS_PC_BITS], t[P.PASS_PC_BITS] & t[14])
     g_val = c.concat(*[t[P.PASS_PC_BITS + i] & ~t[14] for i in range(4)])
-    ctl = latch("ctl", 16, c.concat(mode0, mode1, a_val, g_val), ctl_en)
+    ctl = _latch(c, "ctl", 16, c.concat(mode0, mode1, a_val, g_val), ctl_en)
     mode, cur, cg = ctl[0:2], ctl[2:12], ctl[12:16]
     # the pc of the executing pass: the PASS token's 9 bits and the ROM bank of the last BANK
     # token (a separate latch read beside ``ctl``: no extra layer before the ROM read)
     is_bank = ctl_is(P.BANK)
-    bnk = latch("bnk", 1, arg, is_bank)[0]
+    bnk = _latch(c, "bnk", 1, arg, is_bank)[0]
     cpc = c.concat(cur[: P.PASS_PC_BITS], bnk)
-    m_exec, m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
-
-    def exists(group: Word, lane: int) -> Bit:
-        """Thread 4*group + lane exists in this launch."""
-        return c.concat(c.const(lane, 2), group, c.const(0, 1)) < nth
-
+    m_exec, _m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
     g_exists = [c.threshold(list(nth.bits), [1 << i for i in range(7)], 4 * h + 1) for h in range(GROUPS)]
 
     # ---- staging of loaded rows, ROM
@@ -260,21 +376,33 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     rom_en = c.all_of([~t[15], mode[0], ~mode[1]])  # a DATA token in ROM mode
     rom.write(cur[:rom_bits], c.concat(*staged[:ROM_CHUNKS])[:ROM_BITS], rom_en)
     f = _fields(rom.read(cpc[:rom_bits]))
-    op = f["op"]
 
     # ---- the executing token's active lanes (from the token: never from the scheduler state)
-    lane_exists = [exists(cg, lane) for lane in range(LANES)]
+    lane_exists = [_exists(c, nth, cg, lane) for lane in range(LANES)]
     mask = [
         c.any_of([c.all_of([is_pass_full, lane_exists[x]]), c.all_of([is_mask, t[x]])]) for x in range(LANES)
     ]
+    return Fetch(
+        tok=tok, t=t, one0=one0, is_data=is_data, is_passm=is_passm, is_exec=is_exec,
+        is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
+        is_block=is_block, is_bar=is_bar, is_bank=is_bank, idx=idx, d=d, nth=nth, nbl=nbl, blk=blk,
+        ep=ep, gpar=gpar, dlo=dlo, dhi=dhi, mode=mode, cur=cur, cg=cg, cpc=cpc, bnk=bnk, m_exec=m_exec,
+        m_mem=m_mem, m_dump=m_dump, g_exists=g_exists, staged=staged, f=f, op=f["op"],
+        lane_exists=lane_exists, mask=mask,
+    )
 
-    # ---- register file and predicates, per lane position; row = group * 32 + register
+
+def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
+    """RF read and operand select (doc section 5, layers 2-3), per lane position; row = group * 32 +
+    register. A result's last chunk token commits the word to both port copies (write before read)."""
+    t, f, cg, idx, d, m_exec = fx.t, fx.f, fx.cg, fx.idx, fx.d, fx.m_exec
+    tok, staged, is_ushort = fx.tok, fx.staged, fx.is_ushort
     reg_bits = (shape.nregs - 1).bit_length()
-    exec_data = c.all_of([is_data, m_exec])
+    exec_data = c.all_of([fx.is_data, m_exec])
     wrow = c.concat(f["dst"][:reg_bits], cg)
     A: list[Word] = []
     B: list[Word] = []
-    RA: list[Word] = []  # the register operand a itself (a return address for ``ret``)
+    RA: list[Word] = []
     G: list[Bit] = []
     CV: list[Bit] = []
     tid_lo = [c.concat(c.const(lane, 2), cg) for lane in range(LANES)]
@@ -298,7 +426,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
                       c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
         # SHORT(lane, 8 bits) / USHORT(10 bits, every lane): a small result in one token
         wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
-        wval = c.mux(is_short | is_ushort, wshort, wlong)
+        wval = c.mux(fx.is_short | is_ushort, wshort, wlong)
         rfv = []
         for port, reg in (("a", f["ra"]), ("b", f["rb"])):
             bank = c.memory(f"rf{port}{lane}", rows=shape.nregs * GROUPS, width=32)
@@ -321,32 +449,41 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
             c.concat(tid_lo[lane], c.const(0, 26)),  # thread index in the block
             c.concat(tid_lo[lane][:5], c.const(0, 27)),  # laneid
             c.concat(cg[3], c.const(0, 31)),  # warpid
-            c.concat(blk, c.const(0, 25)),  # ctaid.x
+            c.concat(fx.blk, c.const(0, 25)),  # ctaid.x
         ]
         base = c.mux(f["a_imm"][0], f["imm"], rf_a)
         A.append(c.select(f["a_sr"], [base, *specials, zero, zero, zero]))
         # b: register, the immediate, or (second immediate) the ``off`` field
         B.append(c.select(c.concat(f["b_off"], f["b_imm"]), [rf_b, rf_b, f["imm"], f["off"]]))
+    return Operands(exec_data=exec_data, A=A, B=B, RA=RA, G=G, CV=CV)
 
-    # ---- addresses, global memory
+
+def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> list[Word]:
+    """Address add + global memory read (doc section 5, layer M): each lane's loaded word (port 0
+    reads the dump address in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads."""
+    f, cur, staged = fx.f, fx.cur, fx.staged
     gw_bits = (shape.gmem_words - 1).bit_length()
-    words = [(A[lane] + f["off"])[2 : 2 + gw_bits] for lane in range(LANES)]
-    sl = tok[0:2]
+    words = [(ops.A[lane] + f["off"])[2 : 2 + gw_bits] for lane in range(LANES)]
+    sl = fx.tok[0:2]
     st_word = c.select(sl, words)
-    st_data = c.select(sl, B)
-    g_addr = c.mux(is_store, st_word, cur[:gw_bits])
-    g_data = c.mux(is_store, st_data, c.concat(*staged[:NCHUNK])[:32])
-    g_en = is_store | c.all_of([is_data, m_mem])
+    st_data = c.select(sl, ops.B)
+    g_addr = c.mux(fx.is_store, st_word, cur[:gw_bits])
+    g_data = c.mux(fx.is_store, st_data, c.concat(*staged[:NCHUNK])[:32])
+    g_en = fx.is_store | c.all_of([fx.is_data, fx.m_mem])
     ldv = []
     for lane in range(LANES):  # one copy per read port (a copy fills half a layer's key heads)
         gmem = c.memory(f"gmem{lane}", rows=shape.gmem_words, width=32)
         gmem.write(g_addr, g_data, g_en)  # type: ignore[arg-type]
-        addr = c.mux(m_dump, cur[:gw_bits], words[0]) if lane == 0 else words[lane]
+        addr = c.mux(fx.m_dump, cur[:gw_bits], words[0]) if lane == 0 else words[lane]
         ldv.append(gmem.read(addr))  # type: ignore[arg-type]
+    return ldv
 
-    # ---- integer ALU per lane: eight units, few 32-bit results live at once (the residual is the
-    # scarce resource: every live bit is a dimension)
-    pc1 = (cpc + 1)[: P.PC_BITS]
+
+def datapath(c: Circuit, fx: Fetch, ops: Operands, ldv: list[Word]) -> Results:
+    """The integer unit per lane (doc section 5): eight units, few 32-bit results live at once (the
+    residual is the scarce resource: every live bit is a dimension), the result mux, the setp bit."""
+    f, op = fx.f, fx.op
+    pc1 = (fx.cpc + 1)[: P.PC_BITS]
     units = ("selmov", "arith", "logic", "shift", "minmax", "ld", "count", "link")
     unit_of = {"mov": 0, "sel": 0, "add": 1, "sub": 1, "and": 2, "or": 2, "xor": 2, "not": 2, "shl": 3,
                "shr": 3, "shrs": 3, "brev": 3, "min": 4, "max": 4, "ld": 5, "popc": 6, "clz": 6, "call": 7}
@@ -367,9 +504,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     res: list[Word] = []
     pbits: list[Bit] = []
     for lane in range(LANES):
-        a, b = A[lane], B[lane]
-        zero = c.const(0, 32)
-        selmov = c.mux(CV[lane] | is_mov, a, b)
+        a, b = ops.A[lane], ops.B[lane]
+        selmov = c.mux(ops.CV[lane] | is_mov, a, b)
         arith = c.add(a, Word(c, [x ^ is_sub for x in b.bits]), is_sub)
         logic = Word(c, [
             c.lut([x, y, lg0, lg1], lambda x_, y_, l0, l1: [x_ & y_, x_ | y_, x_ ^ y_, 1 - x_][l0 + 2 * l1])
@@ -406,32 +542,31 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
         )
         pbits.append(
             c.lut(
-                [*f["bop"].bits, r, CV[lane]],
+                [*f["bop"].bits, r, ops.CV[lane]],
                 lambda b0, b1, r_, cv: int([r_, r_ and cv, r_ or cv, r_ ^ cv][b0 + 2 * b1]),
             )
         )
+    return Results(res=res, pbits=pbits, pc1=pc1)
 
+
+def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
+    """Next-PC and reconvergence (doc sections 0 and 5, late layers): every lane's scheduler row, the
+    group and warp minimum pcs, and the choice of the next pass (group, pc) with its lane mask."""
+    op, cg, cpc, ep, gpar, mask = fx.op, fx.cg, fx.cpc, fx.ep, fx.gpar, fx.mask
+    is_exec, is_block, is_bar, is_bank, t = fx.is_exec, fx.is_block, fx.is_bar, fx.is_bank, fx.t
     # ---- scheduler state: every lane's pc, written only for the lanes the token names
-    eff = [c.all_of([mask[lane], G[lane]]) for lane in range(LANES)]
+    eff = [c.all_of([mask[lane], ops.G[lane]]) for lane in range(LANES)]
     is_bra = _match(c, op, OP["bra"]) | _match(c, op, OP["call"])
     is_exit, is_bar_op = _match(c, op, OP["exit"]), _match(c, op, OP["bar"])
     is_ret, is_trap = _match(c, op, OP["ret"]), _match(c, op, OP["trap"])
-
-    def resolve(row: Word, live_if_fresh: Bit) -> tuple[Word, Bit, Bit]:
-        """A lane row -> (pc, live, running), seen from the current block and barrier epoch."""
-        cur_blk = row[P.PC_BITS + 3] ^ gpar  # rows store the inverted block parity: a blank row is stale
-        live = c.all_of([live_if_fresh, ~c.all_of([cur_blk, row[P.PC_BITS]])])
-        waits = c.all_of([cur_blk, row[P.PC_BITS + 1], ~(row[P.PC_BITS + 2] ^ ep)])
-        pc = c.concat(*[c.all_of([cur_blk, b]) for b in row[: P.PC_BITS].bits])
-        return pc, live, c.all_of([live, ~waits])  # type: ignore[return-value]
-
     grp_pc, grp_live, grp_run, data_rows = [], [], [], []
     for lane in range(LANES):
-        data_row = data_row_of(c, f, G[lane], is_bra, is_exit, is_bar_op, pc1, ep, gpar, is_ret, RA[lane])
+        data_row = data_row_of(c, fx.f, ops.G[lane], is_bra, is_exit, is_bar_op, pc1, ep, gpar, is_ret,
+                               ops.RA[lane])
         data_rows.append(data_row)
         bank = c.memory(f"pcs{lane}", rows=GROUPS, width=P.PC_BITS + 4)
         bank.write(cg, data_row, c.all_of([is_exec, mask[lane]]))
-        pc, live, run = resolve(bank.read(cg), lane_exists[lane])
+        pc, live, run = _resolve(c, bank.read(cg), fx.lane_exists[lane], gpar, ep)
         grp_pc.append(pc)
         grp_live.append(live)
         grp_run.append(run)
@@ -450,11 +585,11 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
             o = 2 * P.PC_BITS
             cur_blk = row[o + 3] ^ gpar
             same_ep = ~(row[o + 2] ^ ep)
-            run = c.all_of([g_exists[h], c.mux(cur_blk, c.mux(same_ep, row[o], row[o + 1]), 1)])
+            run = c.all_of([fx.g_exists[h], c.mux(cur_blk, c.mux(same_ep, row[o], row[o + 1]), 1)])
             mn = c.mux(same_ep, row[: P.PC_BITS], row[P.PC_BITS : o])
             mins.append(c.concat(*[c.all_of([cur_blk, b]) for b in mn.bits]))
             runs.append(run)
-            lives.append(c.all_of([g_exists[h], c.mux(cur_blk, row[o + 1], 1)]))
+            lives.append(c.all_of([fx.g_exists[h], c.mux(cur_blk, row[o + 1], 1)]))
 
     # ---- choose the next pass (group, pc)
     # inside a warp instruction; BLOCK / BAR (and a BANK written where they were) restart at warp 0
@@ -496,46 +631,58 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
         [cpc, c.mux(cw, w_min[1], w_min[0]), w_min[1], w_min[0], w_min[1], cpc, cpc, cpc],
     )
     # which lanes of the chosen group sit at the chosen pc (or, at a PASS f=0, of the current one)
-    q_g = c.mux(is_passm, cg, sel_g)
-    q_pc = c.mux(is_passm, cpc, sel_pc)
+    q_g = c.mux(fx.is_passm, cg, sel_g)
+    q_pc = c.mux(fx.is_passm, cpc, sel_pc)
     q_mask, q_ex = [], []
     for lane in range(LANES):
         bank = c.memory(f"pcq{lane}", rows=GROUPS, width=P.PC_BITS + 4)
         bank.write(cg, data_rows[lane], c.all_of([is_exec, mask[lane]]))
-        ex = exists(q_g, lane)  # type: ignore[arg-type]
-        pc, _, run = resolve(bank.read(q_g), ex)  # type: ignore[arg-type]
+        ex = _exists(c, fx.nth, q_g, lane)  # type: ignore[arg-type]
+        pc, _, run = _resolve(c, bank.read(q_g), ex, gpar, ep)  # type: ignore[arg-type]
         q_mask.append(c.all_of([run, pc == q_pc]))
         q_ex.append(ex)
     full = c.all_of([~(q_mask[x] ^ q_ex[x]) for x in range(LANES)])
     any_live = c.any_of(lives)
-    nb1 = (blk + 1)[:7]
-    more_blocks = nb1 < nbl
+    nb1 = (fx.blk + 1)[:7]
+    more_blocks = nb1 < fx.nbl
     pass_tok = c.concat(q_pc[: P.PASS_PC_BITS], q_g, full, c.const(0b10, 2))
     # a pass in the other half of the ROM: BANK(its half, whether this step restarted) first;
     # the next step (state unchanged) chooses the same pass and writes the PASS
     bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, c.const(0, 8), c.const(P.ctl(P.BANK) >> 10, 6))
-    pass_tok = c.mux(sel_pc[P.PASS_PC_BITS] ^ bnk, bank_tok, pass_tok)
+    pass_tok = c.mux(sel_pc[P.PASS_PC_BITS] ^ fx.bnk, bank_tok, pass_tok)
     bar_tok = c.concat(~ep, c.const(0, 9), c.const(P.ctl(P.BAR) >> 10, 6))
     blk_tok = c.concat(nb1, c.const(0, 3), c.const(P.ctl(P.BLOCK) >> 10, 6))
-    halt = c.const(P.ctl(P.HALT), 16)
-    dump_tok = c.concat(dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
+    dump_tok = c.concat(fx.dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
     to_dump = c.all_of([~has_sel, ~any_live, ~more_blocks])
     next_idx = c.concat(
         c.all_of([~has_sel, any_live]) | to_dump, c.all_of([~has_sel, ~any_live, more_blocks]) | to_dump
     )
     next_tok = c.select(next_idx, [pass_tok, bar_tok, blk_tok, dump_tok])
     mask_tok = c.concat(*q_mask, c.const(0, 6), c.const(P.ctl(P.MASK) >> 10, 6))
+    return Schedule(
+        eff=eff, is_trap=is_trap, grp_live=grp_live, grp_run=grp_run, min_run=min_run, has_run=has_run,
+        runs=runs, lives=lives, cont=cont, cand=cand, has_sel=has_sel, sel_g=sel_g, sel_pc=sel_pc, full=full,
+        q_mask=q_mask, any_live=any_live, next_tok=next_tok, mask_tok=mask_tok,
+    )
 
+
+def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: list[Word]) -> Emitted:
+    """Emit (doc section 5): the late latch of the pass's results, then which token comes next (a
+    result chunk, SHORT / USHORT, STORE, the scheduler's PASS / MASK / BAR / BLOCK, dump, FAULT, HALT)."""
+    tok, idx, op, cur, m_dump = fx.tok, fx.idx, fx.op, fx.cur, fx.m_dump
+    is_exec, is_data, is_store, is_short, is_ushort = (fx.is_exec, fx.is_data, fx.is_store, fx.is_short,
+                                                       fx.is_ushort)
+    res, eff, sl, sl_short, halt = dp.res, sch.eff, tok[0:2], tok[8:10], c.const(P.ctl(P.HALT), 16)
     # ---- the late latch: results of the pass
     kreg = c.lut(op.bits, lambda *bs: int(sum(b << i for i, b in enumerate(bs)) < REG_RESULT_OPS))
     kpred, kstore = _match(c, op, OP["setp"]), _match(c, op, OP["st"])
     pairs = [(x, y) for x in range(LANES) for y in range(x + 1, LANES)]
     same = [c.any_of([~eff[x], ~eff[y], res[x] == res[y]]) for x, y in pairs]
     # a uniform chunk writes all four lanes: only when every live lane of the group takes it
-    uniform = c.all_of(same + [c.any_of([~grp_live[x], eff[x]]) for x in range(LANES)])
+    uniform = c.all_of(same + [c.any_of([~sch.grp_live[x], eff[x]]) for x in range(LANES)])
     lat = c.memory("latch", rows=1, width=32 * LANES + LANES * 2 + 4)
-    lat.write(one0, c.concat(*res, *eff, *pbits, kreg, kpred, kstore, uniform), is_exec)
-    lr = lat.read(one0)
+    lat.write(fx.one0, c.concat(*res, *eff, *dp.pbits, kreg, kpred, kstore, uniform), is_exec)
+    lr = lat.read(fx.one0)
     L_res = [lr[32 * x : 32 * (x + 1)] for x in range(LANES)]
     o = 32 * LANES
     L_eff = list(lr[o : o + 4].bits)
@@ -546,7 +693,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     i_lane = [c.any_of([_match(c, idx, 3 * x + j) for j in range(3)]) for x in range(LANES)]
     i_last = c.any_of([_match(c, idx, 3 * x + 2) for x in range(LANES)])
     i_mid = c.any_of([_match(c, idx, 3 * x + j) for x in range(LANES) for j in range(2)])
-    xd = exec_data
+    xd = ops.exec_data
     after = []
     for x in range(LANES):
         prev_d = [i_lane[y] for y in range(x)]
@@ -576,10 +723,10 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
             c.all_of([is_exec, ~L_reg, ~L_pred, ~L_store]),
             c.all_of([xd, _match(c, idx, 14)]),
             c.all_of([xd, _match(c, idx, 15)]),
-            is_block,
-            is_bar,
-            is_bank,
-            c.all_of([is_ushort, m_exec]),
+            fx.is_block,
+            fx.is_bar,
+            fx.is_bank,
+            c.all_of([is_ushort, fx.m_exec]),
         ]
     )
     c_store_out = c.all_of([scan, has_nl, L_store])
@@ -601,7 +748,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     q_uni = c.all_of([is_exec, L_reg, L_uni, ~usmall])
     q_pred = c.all_of([is_exec, L_pred])
     dump_small = c.all_of([~b for b in ldv[0].bits[10:]])
-    q_dump0 = c.all_of([is_dumpaddr, ~dump_small])
+    q_dump0 = c.all_of([fx.is_dumpaddr, ~dump_small])
     c_dumpnext = c.all_of([is_data, m_dump, _match(c, idx, 2)]) | c.all_of([is_ushort, m_dump])
     c_data = c.any_of([q_lane, q_inc, q_uni, q_pred, q_dump0])
     three_nl = c.select(nl, [c.const(3 * x, 4) for x in range(LANES)])
@@ -618,35 +765,55 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     data_tok = c.concat(val, q, c.const(0, 1))
     store_tok = c.concat(nl, c.const(P.ctl(P.STORE) >> 2, 14))
     nxt = (cur + 1)[:10]
-    dn_tok = c.mux(cur == dhi, halt, c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
+    dn_tok = c.mux(cur == fx.dhi, halt, c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
     # a trap with an active lane stops the launch: FAULT(first such lane), then HALT
-    c_fault = c.all_of([is_exec, is_trap, c.any_of(eff)])
+    c_fault = c.all_of([is_exec, sch.is_trap, c.any_of(eff)])
     fault_lane = c.encode(c.concat(*first_of(c, eff)))
     fault_tok = c.concat(fault_lane, c.const(0, 8), c.const(P.ctl(P.FAULT) >> 10, 6))
-    c_halt = ctl_is(P.FAULT)
+    c_halt = _ctl_is(c, tok, P.FAULT)
     res_nl = c.select(nl, L_res)
     short_tok = c.concat(res_nl[:8], nl, c.const(P.ctl(P.SHORT) >> 10, 6))
     # a dumped word below 1024 is one USHORT token too
-    c_ushort_dump = c.all_of([is_dumpaddr, dump_small])
+    c_ushort_dump = c.all_of([fx.is_dumpaddr, dump_small])
     ushort_tok = c.concat(c.mux(c_ushort_dump, ldv[0][:10], uval[:10]), c.const(P.ctl(P.USHORT) >> 10, 6))
     c_small = c_short | c_ushort | c_ushort_dump
     out = c.select(
         c.encode(
             c.concat(
-                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, is_passm, c_fault, c_halt,
+                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, fx.is_passm, c_fault, c_halt,
                 c_small & ~c_fault,
             )
         ),
-        [data_tok, store_tok, next_tok, dn_tok, mask_tok, fault_tok, halt, c.mux(c_short, short_tok, ushort_tok)],  # noqa: E501
+        [data_tok, store_tok, sch.next_tok, dn_tok, sch.mask_tok, fault_tok, halt,
+         c.mux(c_short, short_tok, ushort_tok)],
     )  # type: ignore[list-item]
-    c.output("out", out)
+    return Emitted(out=out, c_next=c_next, c_data=c_data, L_eff=L_eff, uniform=uniform)
+
+
+def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> Circuit:
+    """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
+
+    The units run in the order of docs/machine-in-weights.md (sections 4-5): fetch and decode,
+    register file, global memory, datapath, scheduler, emit. ``debug`` adds outputs for internal
+    signals (for the exact evaluator, never for a model)."""
+    assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
+    c = Circuit("qwengpu_machine")
+    fx = fetch_decode(c, shape)
+    ops = register_file(c, shape, fx)
+    ldv = global_memory(c, shape, fx, ops)
+    dp = datapath(c, fx, ops, ldv)
+    sch = scheduler(c, fx, ops, dp.pc1)
+    em = emit(c, fx, ops, dp, sch, ldv)
+    c.output("out", em.out)
     if debug:
         for name, v in dict(
-            is_block=is_block, c_next=c_next, c_data=c_data, has_sel=has_sel, any_live=any_live,
-            cont=cont, cand=c.concat(*cand), sel_g=sel_g, sel_pc=sel_pc, full=full, q_mask=c.concat(*q_mask),
-            runs=c.concat(*runs), lives=c.concat(*lives), mask=c.concat(*mask), eff=c.concat(*eff),
-            cg=cg, cpc=cpc, op=op, nth=nth, blk=blk, L_eff=c.concat(*L_eff), grp_live=c.concat(*grp_live),
-            grp_run=c.concat(*grp_run), min_run=min_run, has_run=has_run, uniform=uniform,
+            is_block=fx.is_block, c_next=em.c_next, c_data=em.c_data, has_sel=sch.has_sel,
+            any_live=sch.any_live, cont=sch.cont, cand=c.concat(*sch.cand), sel_g=sch.sel_g,
+            sel_pc=sch.sel_pc, full=sch.full, q_mask=c.concat(*sch.q_mask), runs=c.concat(*sch.runs),
+            lives=c.concat(*sch.lives),
+            mask=c.concat(*fx.mask), eff=c.concat(*sch.eff), cg=fx.cg, cpc=fx.cpc, op=fx.op, nth=fx.nth,
+            blk=fx.blk, L_eff=c.concat(*em.L_eff), grp_live=c.concat(*sch.grp_live),
+            grp_run=c.concat(*sch.grp_run), min_run=sch.min_run, has_run=sch.has_run, uniform=em.uniform,
         ).items():
             c.output("dbg_" + name, v)
     return c
