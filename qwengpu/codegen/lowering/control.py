@@ -1,0 +1,43 @@
+"""Control-flow rules and the no-ops: bra, ret/exit, barriers, fences and hints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qwengpu.codegen.lowering.operands import readp
+from qwengpu.ptx.ir import (
+    Instr,
+    Label,
+    Neg,
+)
+
+if TYPE_CHECKING:
+    from qwengpu.codegen.lowering.context import LowerCtx
+
+
+def ptx_bra(cx: LowerCtx, ins: Instr) -> None:
+    tgt = ins.operands[0]
+    if not isinstance(tgt, Label) or tgt.name not in cx.ptx_label:
+        raise cx.fail(ins, "indirect branch is not supported")
+    g = None
+    if ins.guard is not None:
+        g = readp(cx, Neg(ins.guard) if ins.guard_neg else ins.guard, ins)
+    cx.bra(cx.ptx_label[tgt.name], g)
+
+
+def ptx_ret(cx: LowerCtx, ins: Instr) -> None:
+    cx.emit("exit")
+
+
+def ptx_bar(cx: LowerCtx, ins: Instr) -> None:
+    if "red" in ins.mods:
+        # the machine's ``bar`` carries no value: lowering it as a plain barrier would leave the
+        # result register unwritten (silently wrong), so refuse it by name
+        raise cx.limit(ins, "`bar.red` (__syncthreads_count / __syncthreads_and / __syncthreads_or)")
+    if "warp" in ins.mods or "arrive" in ins.mods:
+        return
+    cx.emit("bar")
+
+
+def nop(cx: LowerCtx, ins: Instr) -> None:
+    return None
