@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "tests" / "machine"))
 
 from machine_helpers import HEADER, binop_ptx, binop_spec  # noqa: E402
 
+from qwengpu.codegen.pipeline import run_machine_sim, simulate  # noqa: E402
 from qwengpu.codegen.soft import INTEGER_EXPANDED, Options, run_for_weights, simulate_for_weights  # noqa: E402
 from qwengpu.errors import MachineLimitError  # noqa: E402
-from qwengpu.isa.sim import run_machine_sim, simulate  # noqa: E402
 from qwengpu.ptx.parser import parse_ptx  # noqa: E402
 from qwengpu.runner import corpus  # noqa: E402
 from qwengpu.spec import parse_spec  # noqa: E402
@@ -159,7 +159,7 @@ def sequence_rows() -> list[dict]:
 
 
 def circuit_rows() -> list[dict]:
-    from qwengpu.compiler import Circuit
+    from qwengpu.compiler import Circuit, compile_circuit
     from qwengpu.compiler.report import LayoutReport
     from qwengpu.runtime.engine import test_config
 
@@ -170,13 +170,13 @@ def circuit_rows() -> list[dict]:
         for k in range(lanes):
             c.output(f"y{k}", c.input(f"a{k}", 32) * c.input(f"b{k}", 32))
         t0 = time.perf_counter()
-        rep = LayoutReport.of(c.compile(cfg))
+        rep = LayoutReport.of(compile_circuit(c, cfg))
         rows.append(_crow(f"{lanes}-lane 32x32->32 multiplier (Word *)", rep, time.perf_counter() - t0))
     try:
         from qwengpu.machine.circuit import build_machine
 
         t0 = time.perf_counter()
-        rep = LayoutReport.of(build_machine().compile(cfg))
+        rep = LayoutReport.of(compile_circuit(build_machine(), cfg))
         rows.append(_crow("machine circuit (build_machine())", rep, time.perf_counter() - t0))
     except Exception as e:  # the machine circuit is being rewritten: report only the multiplier
         rows.append({"circuit": "machine circuit (build_machine())", "error": f"{type(e).__name__}: {e}"})

@@ -32,7 +32,7 @@ def _outputs_hash(outputs: dict) -> str:
 
 def snapshot_one(cu: Path, spec_path: Path) -> dict:
     """One kernel's row: program hash, machine counts, interpreter counts, output hashes."""
-    from qwengpu.isa.sim import run_machine_sim
+    from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.runner import run_kernel
 
     row: dict = {"kernel": f"{cu.parent.name}/{cu.stem}"}

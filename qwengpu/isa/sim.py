@@ -16,10 +16,9 @@ instruction came from.
 
 from __future__ import annotations
 
-import time
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -29,24 +28,18 @@ from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, need
 from qwengpu.isa.program import Program
 from qwengpu.ptx.ir import TYPES, Instr
-from qwengpu.simt import fp32
+from qwengpu.simt import core, fp32
 from qwengpu.simt import ops as iops
-from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+from qwengpu.simt.core import ALL, DEFAULT_MAX_STEPS, DIVERGED, JUMP, LANES, M32, NEXT, RET, WARP, Block
+from qwengpu.simt.memory import GLOBAL_BASE, GlobalMemory
 
-WARP = 32
-DEFAULT_MAX_STEPS = 5_000_000
-LANES = np.arange(WARP, dtype=np.uint32)
-ALL = np.ones(WARP, dtype=bool)
-ALL.flags.writeable = False
-_NEXT, _JUMP, _DIVERGED, _EXIT, _BARRIER, _RET = 0, 1, 2, 3, 4, 5  # _RET: jump, entries set per lane
 U32 = np.uint32
-M32 = 0xFFFFFFFF
 #: state spaces whose addresses are 32 bits wide (computed modulo 2^32)
 ADDR32_SPACES = ("shared", "local", "callparam", "param")
 
 
 @dataclass
-class SimStats:
+class SimStats(core.BlockCounts):
     """What a launch did on the machine."""
 
     warp_instructions: int = 0  # machine warp instructions issued
@@ -56,10 +49,6 @@ class SimStats:
     machine_instructions: int = 0  # program size
     registers: int = 0
     predicates: int = 0
-    blocks: int = 0
-    warps: int = 0
-    divergent_branches: int = 0
-    barriers: int = 0
     atomic_lanes: int = 0
     seconds: float = 0.0
     machine_by_ptx: list[int] = field(default_factory=list)  # machine warp issues per PTX instruction
@@ -88,68 +77,17 @@ class SimStats:
         return d
 
 
-class Warp:
-    """Per-warp machine state: register file, predicates, per-lane PCs, liveness."""
+class Warp(core.SimtWarp):
+    """A machine warp: the scheduling state of :class:`core.SimtWarp`, register file and predicates,
+    and each lane's PTX entry (for counting PTX-level issues)."""
 
-    __slots__ = (
-        "R",
-        "Pr",
-        "pcs",
-        "live",
-        "waiting",
-        "conv",
-        "cmask",
-        "special",
-        "lbase",
-        "thread",
-        "block",
-        "warp_id",
-        "done",
-        "nlanes",
-        "entry",
-    )
+    __slots__ = ("R", "Pr", "entry")
 
-    def __init__(
-        self, nregs: int, npreds: int, block: Block, warp_id: int, threads: np.ndarray, local_size: int
-    ) -> None:
+    def __init__(self, nregs: int, npreds: int, block: Block, warp_id: int, threads: np.ndarray) -> None:
+        super().__init__(block, warp_id, threads)
         self.R = np.zeros((max(nregs, 1), WARP), dtype=np.uint32)
         self.Pr = np.zeros((max(npreds, 1), WARP), dtype=bool)
-        self.nlanes = len(threads)
-        self.live = np.zeros(WARP, dtype=bool)
-        self.live[: self.nlanes] = True
-        self.waiting = np.zeros(WARP, dtype=bool)
-        self.pcs = np.zeros(WARP, dtype=np.int64)
         self.entry = np.zeros(WARP, dtype=np.int64)  # PTX index each lane last arrived at
-        self.conv = 0
-        self.cmask = None if self.nlanes == WARP else self.live.copy()
-        self.thread = np.zeros(WARP, dtype=np.int64)
-        self.thread[: self.nlanes] = threads
-        self.block = block
-        self.warp_id = warp_id
-        self.done = self.nlanes == 0
-        self.special: dict[str, np.ndarray] = {}
-        self.lbase = self.thread.astype(np.uint64) * np.uint64(local_size)
-
-
-class Block:
-    """Per-block memories: shared, and the local memory of its threads."""
-
-    def __init__(
-        self,
-        ctaid: tuple[int, int, int],
-        nthreads: int,
-        shared_size: int,
-        local_size: int,
-        shared_init: list[tuple[int, bytes]],
-        spill_size: int = 0,
-    ) -> None:
-        self.ctaid = ctaid
-        self.shared = np.zeros((shared_size + 7) // 8 * 8, dtype=np.uint8)
-        for off, data in shared_init:
-            self.shared[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
-        self.shared_size = shared_size
-        self.local = np.zeros(max(8, nthreads * local_size), dtype=np.uint8)
-        self.spill = np.zeros(max(8, nthreads * spill_size), dtype=np.uint8)
 
 
 def _type_of(ins: Instr) -> str:
@@ -159,12 +97,26 @@ def _type_of(ins: Instr) -> str:
     return "b32"
 
 
+_BOPS = {"and": operator.and_, "or": operator.or_, "xor": operator.xor}  # setp/plop's predicate combine
 _DT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 _SDT = {1: np.int8, 2: np.int16, 4: np.int32}
 
 
-class MachineSim:
-    """Runs one machine program. Build once, launch many times."""
+#: the special registers the machine gives launch values (``s2r``); ``clock`` is read at issue time
+MACHINE_SPECIALS = {"tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "dynamic_smem_size",
+                    "total_smem_size"}  # fmt: skip
+
+
+def _machine_special(name: str) -> bool:
+    base = name.partition(".")[0]
+    return base in MACHINE_SPECIALS or base.startswith("lanemask_")
+
+
+class MachineSim(core.SimtCore):
+    """Runs one machine program. Build once, launch many times.
+
+    Scheduling, barriers and the block loop are :class:`core.SimtCore`'s; this class gives machine
+    instructions their meaning and counts machine issues, passes and PTX-level issues."""
 
     def __init__(
         self, prog: Program, *, max_steps: int = DEFAULT_MAX_STEPS, trace: Callable[[str], None] | None = None
@@ -175,7 +127,9 @@ class MachineSim:
         self._ptx_tables()
         lay = prog.layout
         self.local_size = lay.local_size
+        self.kernel_name = prog.name
         self.used_specials = sorted({x.m["sr"] for x in prog.code if x.op == "s2r"})
+        self.launch_specials = [n for n in self.used_specials if _machine_special(n)]
         self.is_warp_op = [x.op in ("shfl", "shflp", "vote", "ballot") for x in prog.code]
 
     def _ptx_tables(self) -> None:
@@ -220,23 +174,11 @@ class MachineSim:
         self.ret_entry = np.array([-1] + [-1 if f is None else f for f in self.fall_entry], dtype=np.int64)
 
     # ------------------------------------------------------------------ launch
-    def launch(
-        self,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        param_bytes: bytes,
-        gmem: GlobalMemory,
-        *,
-        dynamic_shared: int = 0,
-    ) -> SimStats:
-        """Run the program over the grid; global memory is modified in place."""
+    def _prepare(self, param_bytes: bytes, gmem: GlobalMemory, dynamic_shared: int) -> None:
         lay = self.prog.layout
-        self.gmem = gmem
-        self.grid, self.blockdim = grid, block
-        dyn_off = (lay.static_shared + 15) // 16 * 16
         self.static_shared = lay.static_shared
-        shared_size = dyn_off + dynamic_shared if lay.dynamic_shared_syms else lay.static_shared
-        self.shared_size = max(shared_size, lay.static_shared + dynamic_shared)
+        dyn = bool(lay.dynamic_shared_syms)
+        self.shared_size = core.shared_extent(lay.static_shared, dynamic_shared, dyn)
         self.global_addr: dict[str, int] = {}
         placed = {b.name: b.start for b in gmem.buffers}  # the weights' launch places them itself
         fresh = False
@@ -273,16 +215,6 @@ class MachineSim:
             issues_by_ptx=[0] * len(self.prog.ptx),
         )
         self.code_ptx = [x.ptx for x in self.prog.code]
-        self.steps_left = self.max_steps
-        nthreads = block[0] * block[1] * block[2]
-        t0 = time.perf_counter()
-        with np.errstate(all="ignore"):
-            for bz in range(grid[2]):
-                for by in range(grid[1]):
-                    for bx in range(grid[0]):
-                        self._run_block((bx, by, bz), nthreads)
-        self.stats.seconds = time.perf_counter() - t0
-        return self.stats
 
     @staticmethod
     def _window(d: int) -> int:
@@ -291,96 +223,19 @@ class MachineSim:
             return d & M32
         return POISON
 
-    def _run_block(self, ctaid: tuple[int, int, int], nthreads: int) -> None:
-        blk = Block(
-            ctaid,
-            nthreads,
-            self.shared_size,
-            self.local_size,
-            self.prog.layout.shared_init,
-            4 * self.prog.spill_words,
-        )
-        self.stats.blocks += 1
-        warps = []
-        for wid in range((nthreads + WARP - 1) // WARP):
-            threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
-            w = Warp(self.prog.nregs, self.prog.npreds, blk, wid, threads, self.local_size)
-            self._specials(w, ctaid, nthreads, wid)
-            warps.append(w)
-        self.stats.warps += len(warps)
-        while True:
-            progressed = False
-            for w in warps:
-                if not w.done and not (w.waiting[w.live].all() and w.live.any()):
-                    self._run_warp(w)
-                    progressed = True
-            pending = [w for w in warps if not w.done]
-            if not pending:
-                return
-            if all(w.waiting[w.live].all() for w in pending):
-                self.stats.barriers += 1
-                for w in warps:
-                    w.waiting[:] = False
-                    self._reconverge(w)
-            elif not progressed:
-                raise ExecutionError("internal scheduler deadlock")  # pragma: no cover
+    def _new_block(self, ctaid: tuple[int, int, int], nthreads: int) -> Block:
+        spill = 4 * self.prog.spill_words
+        return Block(ctaid, nthreads, self.shared_size, self.local_size, self.prog.layout.shared_init, spill)
 
-    def _specials(self, w: Warp, ctaid: tuple[int, int, int], nthreads: int, wid: int) -> None:
-        t = w.thread
-        bx, by, _ = self.blockdim
-        one = np.uint64(1)
-        lane64 = LANES.astype(np.uint64)
-        nwarps = (nthreads + WARP - 1) // WARP
-        axes = {"x": 0, "y": 1, "z": 2}
-        for name in self.used_specials:
-            base, _, axis = name.partition(".")
-            if base == "tid":
-                v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[axis]
-            elif base in ("ntid", "ctaid", "nctaid"):
-                src = {"ntid": self.blockdim, "ctaid": ctaid, "nctaid": self.grid}[base]
-                v = np.full(WARP, src[axes[axis]])
-            elif base == "laneid":
-                v = LANES
-            elif base == "warpid":
-                v = np.full(WARP, wid)
-            elif base == "nwarpid":
-                v = np.full(WARP, nwarps)
-            elif base.startswith("lanemask_"):
-                v = {
-                    "lanemask_eq": one << lane64,
-                    "lanemask_lt": (one << lane64) - one,
-                    "lanemask_le": (one << (lane64 + one)) - one,
-                    "lanemask_ge": ~((one << lane64) - one),
-                    "lanemask_gt": ~((one << (lane64 + one)) - one),
-                }[base]
-            elif base == "dynamic_smem_size":
-                v = np.full(WARP, self.shared_size - self.static_shared)
-            elif base == "total_smem_size":
-                v = np.full(WARP, self.shared_size)
-            else:  # clock: read at issue time
-                continue
-            w.special[name] = (np.asarray(v).astype(np.uint64) & np.uint64(M32)).astype(np.uint32)
-
-    def _reconverge(self, w: Warp) -> None:
-        run = w.live & ~w.waiting
-        if not run.any():
-            w.conv = -1
-            return
-        pcs = w.pcs[run]
-        lo = pcs.min()
-        w.conv = int(lo) if (pcs == lo).all() else -1
-        w.cmask = None if (w.nlanes == WARP and run.all()) else run
+    def _new_warp(self, blk: Block, wid: int, threads: np.ndarray) -> Warp:
+        return Warp(self.prog.nregs, self.prog.npreds, blk, wid, threads)
 
     def _ptx(self, pc: int) -> Instr:
         return self.prog.ptx[self.prog.code[pc].ptx]
 
     def _step_limit(self, w: Warp, index: int) -> ExecutionError:
         ins = self.prog.ptx[index]
-        return ExecutionError(
-            f"step limit reached: {self.max_steps} warp instructions executed without finishing "
-            f"(last at {ins.where()}: `{ins.text}`, block {w.block.ctaid}, warp {w.warp_id}); "
-            "the kernel may loop forever — raise the limit with --max-steps"
-        )
+        return self._step_limit_error(w, ins.where(), ins.text)
 
     @staticmethod
     def _groups(m: np.ndarray | None, nlanes: int) -> int:
@@ -408,87 +263,51 @@ class MachineSim:
         st.passes += self._groups(m, w.nlanes)
         st.lane_instructions += WARP if m is None else int(m.sum())
         if self.trace is not None:
-            mask = 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
-            self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:5d} mask={mask:08x}  {self.prog.code[pc]}")
+            text = self.prog.code[pc]
+            self.trace(f"blk{w.block.ctaid} w{w.warp_id} pc={pc:5d} mask={core.mask_word(m):08x}  {text}")
         return e
 
-    def _run_warp(self, w: Warp) -> None:
+    def _run_uniform(self, w: Warp) -> int:  # type: ignore[override]
+        """The converged tight loop; the lanes' PTX entry rides along in ``e`` and is stored
+        into ``w.entry`` before every instruction that may end the run."""
         code = self.code
         n = len(code)
-        stats = self.stats
         fall, jump, breaks = self.fall_entry, self.jump_entry, self.breaks
+        pc = w.conv
+        m = w.cmask
+        e = int(w.entry.min()) if m is None else int(w.entry[m].min())
         while True:
-            if w.conv >= 0:
-                pc = w.conv
-                m = w.cmask
+            if pc >= n:
+                raise self._past_end()
+            e = self._issue(w, pc, m, e)
+            w.conv = pc
+            if breaks[pc]:
+                if m is None:
+                    w.entry[:] = e
+                else:
+                    w.entry[m] = e
+            kind, arg = code[pc](w, m)
+            if kind == NEXT:
+                if fall[pc] is not None:
+                    e = fall[pc]  # type: ignore[assignment]
+                pc += 1
+            elif kind == JUMP:
+                if jump[pc] is not None:
+                    e = jump[pc]  # type: ignore[assignment]
+                pc = arg
+            elif kind == RET:
                 e = int(w.entry.min()) if m is None else int(w.entry[m].min())
-                while True:
-                    if pc >= n:
-                        raise ExecutionError(
-                            f"thread ran past the end of kernel {self.prog.name} without `ret`"
-                        )
-                    e = self._issue(w, pc, m, e)
-                    w.conv = pc
-                    if breaks[pc]:
-                        if m is None:
-                            w.entry[:] = e
-                        else:
-                            w.entry[m] = e
-                    kind, arg = code[pc](w, m)
-                    if kind == _NEXT:
-                        if fall[pc] is not None:
-                            e = fall[pc]  # type: ignore[assignment]
-                        pc += 1
-                    elif kind == _JUMP:
-                        if jump[pc] is not None:
-                            e = jump[pc]  # type: ignore[assignment]
-                        pc = arg
-                    elif kind == _RET:
-                        e = int(w.entry.min()) if m is None else int(w.entry[m].min())
-                        pc = arg
-                    else:
-                        break
+                pc = arg
             else:
-                run = w.live & ~w.waiting
-                if not run.any():
-                    return
-                cand = np.where(run, w.pcs, 1 << 40)
-                pc = int(cand.min())
-                m = run & (w.pcs == pc)
-                if (m == run).all():
-                    w.conv = pc
-                    w.cmask = None if (w.nlanes == WARP and run.all()) else m
-                    continue
-                if pc >= n:
-                    raise ExecutionError(f"thread ran past the end of kernel {self.prog.name} without `ret`")
-                e = self._issue(w, pc, m, int(w.entry[m].min()))
-                w.entry[m] = e
-                kind, arg = code[pc](w, m)
-                if kind == _NEXT:
-                    w.pcs[m] = pc + 1
-                    if fall[pc] is not None:
-                        w.entry[m] = fall[pc]
-                    continue
-                if kind == _JUMP:
-                    w.pcs[m] = arg
-                    if jump[pc] is not None:
-                        w.entry[m] = jump[pc]
-                    continue
-                if kind == _RET:
-                    w.pcs[m] = arg
-                    continue
-            if kind == _DIVERGED:
-                stats.divergent_branches += 1
-                w.conv = -1
-            elif kind == _EXIT:
-                if not w.live.any():
-                    w.done = True
-                    return
-                self._reconverge(w)
-            elif kind == _BARRIER:
-                self._reconverge(w)
-                if not (w.live & ~w.waiting).any():
-                    return
+                return kind
+
+    def _account_one(self, w: Warp, pc: int, m: np.ndarray) -> None:  # type: ignore[override]
+        w.entry[m] = self._issue(w, pc, m, int(w.entry[m].min()))
+
+    def _landed(self, w: Warp, pc: int, m: np.ndarray, kind: int) -> None:  # type: ignore[override]
+        e = self.fall_entry[pc] if kind == NEXT else self.jump_entry[pc]
+        if e is not None:
+            w.entry[m] = e
 
     # ------------------------------------------------------------------ building closures
     def _src(self, x: object) -> Callable:
@@ -551,7 +370,7 @@ class MachineSim:
                 return f(w, None)
             mm = p if m is None else (m & p)
             if not mm.any():
-                return (_NEXT, 0)
+                return (NEXT, 0)
             return f(w, mm)
 
         return guarded
@@ -564,7 +383,7 @@ class MachineSim:
 
             def un(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
                 wr(w, fn(s0(w)), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return un
         if len(srcs) == 2:
@@ -572,14 +391,14 @@ class MachineSim:
 
             def bi(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
                 wr(w, fn(s0(w), s1(w)), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return bi
         s0, s1, s2 = srcs
 
         def tri(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             wr(w, fn(s0(w), s1(w), s2(w)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return tri
 
@@ -716,7 +535,7 @@ class MachineSim:
 
         def sel(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             wr(w, np.where(p(w), a(w), b(w)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return sel
 
@@ -733,13 +552,8 @@ class MachineSim:
 
     @staticmethod
     def _bop(bop: str | None, r, c):
-        if bop == "and":
-            return r & c
-        if bop == "or":
-            return r | c
-        if bop == "xor":
-            return r ^ c
-        return r
+        f = _BOPS.get(bop)  # type: ignore[arg-type]
+        return r if f is None else f(r, c)
 
     def _op_setp(self, ins: MInstr, pc: int) -> Callable:
         a, b = self._src(ins.s[0]), self._src(ins.s[1])
@@ -756,7 +570,7 @@ class MachineSim:
             if c is not None:
                 r = self._bop(bop, r, c(w))
             wr(w, r, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return setp
 
@@ -794,13 +608,13 @@ class MachineSim:
 
             def clk(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
                 wr(w, U32(self.stats.ptx_warp_instructions & M32), m)
-                return (_NEXT, 0)
+                return (NEXT, 0)
 
             return clk
 
         def s2r(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             wr(w, w.special[name], m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return s2r
 
@@ -851,7 +665,7 @@ class MachineSim:
             if c is not None:
                 r = self._bop(bop, r, c(w))
             wr(w, r, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return fsetp
 
@@ -947,7 +761,7 @@ class MachineSim:
             else:
                 wrs[0](w, (out & np.uint64(M32)).astype(np.uint32), m)
                 wrs[1](w, (out >> np.uint64(32)).astype(np.uint32), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return run
 
@@ -998,15 +812,6 @@ class MachineSim:
         return self._d64(ins, lambda a: f64.to_int(a, irnd, signed, 64), "2")
 
     # ---- memory
-    def _fault(self, w: Warp, lane: int, ptx: Instr, msg: str) -> ExecutionError:
-        t = int(w.thread[lane])
-        bx, by, _ = self.blockdim
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
-        return ExecutionError(
-            f"{msg}\n  thread {tid} of block {w.block.ctaid} (warp {w.warp_id}, lane {lane})\n"
-            f"  instruction `{ptx.text}` at {ptx.where()}"
-        )
-
     def _addresses(self, ins: MInstr) -> Callable:
         """w -> (uint64 generic/space addresses of all lanes, poison mask)."""
         a = self._src(ins.s[0])
@@ -1056,63 +861,16 @@ class MachineSim:
             )
         pz = None if poison is None else (poison if lanes is ALL else poison[lanes])
         if space == "generic":
-            first = int(a[0]) if len(a) else GLOBAL_BASE
-            if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
-                space, a = "shared", a - np.uint64(SHARED_WINDOW)
-            elif LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
-                space, a = "local", a - np.uint64(LOCAL_WINDOW)
-            else:
-                space = "global"
-        if space in ("global", "const"):
-            ok = self.gmem.check(a, csize)
-            mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
-            if store and self.gmem.has_readonly and ok.all() and (pz is None or not pz.any()):
-                for b in self.gmem.buffers:
-                    if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
-                        lane = int(np.nonzero(lanes)[0][0])
-                        raise self._fault(w, lane, ptx, f"store to read-only memory '{b.name}'")
-        elif space == "shared":
-            ok = a + np.uint64(csize) <= np.uint64(w.block.shared_size)
-            mem, idx = w.block.shared, a
-        elif space in ("local", "callparam"):
-            ok = a + np.uint64(csize) <= np.uint64(self.local_size)
-            mem, idx = w.block.local, a + (w.lbase if lanes is ALL else w.lbase[lanes])
-        elif space == "param":
-            if store:
-                raise PTXError(f"{ptx.where()}: store to kernel parameter space: `{ptx.text}`")
-            ok = (a + np.uint64(csize) <= np.uint64(self.param_size)) | (
-                (a >= np.uint64(self.bank_start)) & (a + np.uint64(csize) <= np.uint64(self.bank_end))
-            )
-            mem, idx = self.param_mem, a
-        else:  # pragma: no cover
-            raise PTXError(f"{ptx.where()}: unsupported state space {space}")
-        if pz is not None:
-            ok = ok & ~pz
-        aligned = (a & np.uint64(csize - 1)) == 0 if csize > 1 else ok
-        if (ok & aligned).all():
-            return mem, idx
-        if not ok.all():
-            k = int(np.argmin(ok))
-            lane = int(np.nonzero(lanes)[0][k])
-            what = "store" if store else "load"
-            if pz is not None and pz[k]:
-                raise self._fault(
-                    w,
-                    lane,
-                    ptx,
-                    f"out-of-bounds {space} {what} of {csize} bytes: the address is "
-                    "more than 2 GiB away from the machine's 32-bit address window",
-                )
-            bad = int(a[k])
-            if space in ("global", "const"):
-                where = f"address 0x{bad:x} ({self.gmem.describe(bad)})"
-            else:
-                limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
-                where = f"{space} offset {bad} (size {limit} bytes)"
-            raise self._fault(w, lane, ptx, f"out-of-bounds {space} {what} of {csize} bytes at {where}")
-        k = int(np.argmin(aligned))
-        lane = int(np.nonzero(lanes)[0][k])
-        raise self._fault(w, lane, ptx, f"misaligned {csize}-byte access at address 0x{int(a[k]):x}")
+            space, win = core.generic_space(a)
+            if win:
+                a = a - np.uint64(win)
+        return self._access(w, a, lanes, csize, space, ptx, store, pz)
+
+    def _param_ok(self, a: np.ndarray, size: int) -> np.ndarray:
+        """The kernel's parameters, or the bank's launch constants behind them."""
+        return (a + np.uint64(size) <= np.uint64(self.param_size)) | (
+            (a >= np.uint64(self.bank_start)) & (a + np.uint64(size) <= np.uint64(self.bank_end))
+        )
 
     def _op_ld(self, ins: MInstr, pc: int) -> Callable:
         addr = self._addresses(ins)
@@ -1137,7 +895,7 @@ class MachineSim:
                 vals = np.zeros(WARP, dtype=np.uint32)
                 vals[lanes] = got
             wr(w, vals, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return ld
 
@@ -1155,7 +913,7 @@ class MachineSim:
             ii = idx.astype(np.int64)
             for k in range(size):  # lane order: a later lane's write wins, as in the interpreter
                 mem[ii + k] = ((v >> U32(8 * k)) & U32(0xFF)).astype(np.uint8)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return st
 
@@ -1183,33 +941,11 @@ class MachineSim:
             self.stats.atomic_lanes += len(olds)
             old[lanes] = np.array(olds, dtype=np.uint32)
             wr(w, old, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return atom
 
     # ---- warp
-    def _shfl_lanes(self, mode: str, bval: np.ndarray, cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lane = LANES.astype(np.int64)
-        bval = bval.astype(np.int64) & 31
-        cv = cv.astype(np.int64)
-        cval = cv & 31
-        segmask = (cv >> 8) & 31
-        max_lane = (lane & segmask) | (cval & ~segmask)
-        min_lane = lane & segmask
-        if mode == "up":
-            j = lane - bval
-            ok = j >= max_lane
-        elif mode == "down":
-            j = lane + bval
-            ok = j <= max_lane
-        elif mode == "bfly":
-            j = lane ^ bval
-            ok = j <= max_lane
-        else:
-            j = min_lane | (bval & ~segmask)
-            ok = j <= max_lane
-        return np.where(ok, j, lane), ok
-
     def _op_shfl(self, ins: MInstr, pc: int) -> Callable:
         a, b, c = (self._src(x) for x in ins.s)
         wr = self._dst(ins.d[0])
@@ -1217,13 +953,13 @@ class MachineSim:
 
         def shfl(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             src = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
-            j, _ = self._shfl_lanes(
+            j, _ = core.shuffle_lanes(
                 mode,
                 np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
                 np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
             )
             wr(w, src[j], m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return shfl
 
@@ -1233,13 +969,13 @@ class MachineSim:
         mode = ins.mod("mode")
 
         def shflp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            _, ok = self._shfl_lanes(
+            _, ok = core.shuffle_lanes(
                 mode,
                 np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
                 np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
             )
             wr(w, ok, m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return shflp
 
@@ -1251,15 +987,8 @@ class MachineSim:
         def vote(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
             p = np.broadcast_to(a(w), (WARP,)) & act
-            if mode == "all":
-                r = bool(p[act].all())
-            elif mode == "any":
-                r = bool(p.any())
-            else:
-                pv = p[act]
-                r = bool(pv.all() or not pv.any())
-            wr(w, np.full(WARP, r), m)
-            return (_NEXT, 0)
+            wr(w, np.full(WARP, core.warp_vote(mode, p, act)), m)
+            return (NEXT, 0)
 
         return vote
 
@@ -1272,7 +1001,7 @@ class MachineSim:
             act = ALL if m is None else m
             p = np.broadcast_to(a(w), (WARP,)) & act
             wr(w, np.full(WARP, U32(int((weights * p).sum()) & M32)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return ballot
 
@@ -1283,7 +1012,7 @@ class MachineSim:
 
         def plop(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             wr(w, self._bop(bop, a(w), b(w)), m)
-            return (_NEXT, 0)
+            return (NEXT, 0)
 
         return plop
 
@@ -1292,27 +1021,19 @@ class MachineSim:
         tpc = ins.target
         fe, je = self.fall_entry[pc], self.jump_entry[pc]
         if ins.guard is None:
-            return lambda w, m: (_JUMP, tpc)
+            return lambda w, m: (JUMP, tpc)
         g = self._psrc(ins.guard)
 
         def bra(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             p = g(w)
             taken = p if m is None else (m & p)
-            act = ALL if m is None else m
-            nt = int(taken.sum())
-            if nt == 0:
-                return (_NEXT, 0)
-            if nt == int(act.sum()):
-                return (_JUMP, tpc)
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.pcs[act] = pc + 1
-            w.pcs[taken] = tpc
-            if fe is not None:
-                w.entry[act] = fe
-            if je is not None:
-                w.entry[taken] = je
-            return (_DIVERGED, 0)
+            r = core.branch(w, m, taken, pc, tpc)
+            if r[0] == DIVERGED:
+                if fe is not None:
+                    w.entry[ALL if m is None else m] = fe
+                if je is not None:
+                    w.entry[taken] = je
+            return r
 
         return bra
 
@@ -1327,23 +1048,16 @@ class MachineSim:
         def call(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             if g is None:
                 wr(w, link, m)
-                return (_JUMP, tpc)
+                return (JUMP, tpc)
             p = g(w)
             taken = p if m is None else (m & p)
-            act = ALL if m is None else m
-            nt = int(taken.sum())
-            if nt == 0:
-                return (_NEXT, 0)
+            if not taken.any():
+                return (NEXT, 0)
             wr(w, link, taken)
-            if nt == int(act.sum()):
-                return (_JUMP, tpc)
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.pcs[act] = pc + 1
-            w.pcs[taken] = tpc
-            if fe is not None:
-                w.entry[act & ~taken] = fe
-            return (_DIVERGED, 0)
+            r = core.branch(w, m, taken, pc, tpc)
+            if r[0] == DIVERGED and fe is not None:
+                w.entry[(ALL if m is None else m) & ~taken] = fe
+            return r
 
         return call
 
@@ -1361,7 +1075,7 @@ class MachineSim:
             act = ALL if m is None else m
             taken = act if g is None else (act & g(w))
             if not taken.any():
-                return (_NEXT, 0)
+                return (NEXT, 0)
             tgt = np.minimum(np.broadcast_to(src(w), (WARP,)).astype(np.int64), n)
             ent = rent[tgt]
             upd = taken & (ent >= 0)
@@ -1369,40 +1083,27 @@ class MachineSim:
             t0 = int(tgt[taken][0])
             stay = act & ~taken
             if not stay.any() and (tgt[taken] == t0).all():
-                return (_RET, t0)
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
+                return (RET, t0)
+            core.materialize(w)
             w.pcs[stay] = pc + 1
             if fe is not None:
                 w.entry[stay] = fe
             w.pcs[taken] = tgt[taken]
-            return (_DIVERGED, 0)
+            return (DIVERGED, 0)
 
         return ret
 
     def _op_exit(self, ins: MInstr, pc: int) -> Callable:
-        def ex(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            act = ALL if m is None else m
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.live &= ~act
-            return (_EXIT, 0)
-
-        return ex
+        return core.retire
 
     def _op_bar(self, ins: MInstr, pc: int) -> Callable:
         fe = self.fall_entry[pc]
 
         def bar(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
-            if w.conv >= 0:  # materialize the PC of the runnable lanes only: waiting lanes keep theirs
-                w.pcs[w.live & ~w.waiting] = w.conv
-            w.pcs[act] = pc + 1
             if fe is not None:
                 w.entry[act] = fe
-            w.waiting |= act
-            w.conv = -1
-            return (_BARRIER, 0)
+            return core.arrive(w, act, pc)
 
         return bar
 
@@ -1435,6 +1136,19 @@ def _s32(x: int) -> int:
     return x - (1 << 32) if x >> 31 else x
 
 
+#: the word-wide read-modify-write functions (old, b, c) -> new word, whatever the type
+_WORD_ATOMICS: dict[str, Callable[[int, int, int], int]] = {
+    "add": lambda o, b, c: (o + b) & M32,
+    "inc": lambda o, b, c: 0 if o >= b else (o + 1) & M32,
+    "dec": lambda o, b, c: b if (o == 0 or o > b) else o - 1,
+    "cas": lambda o, b, c: c if o == b else o,
+    "exch": lambda o, b, c: b,
+    "and": lambda o, b, c: o & b,
+    "or": lambda o, b, c: o | b,
+    "xor": lambda o, b, c: o ^ b,
+}
+
+
 def _atomic_function(aop: str, typ: str) -> Callable[[int, int, int], int]:
     """old, b, c (32-bit patterns) -> new value, with the interpreter's semantics."""
     if typ == "f32":
@@ -1447,33 +1161,18 @@ def _atomic_function(aop: str, typ: str) -> Callable[[int, int, int], int]:
             return lambda o, b, c: int(
                 f(np.array([o], dtype=np.uint32), np.array([b], dtype=np.uint32), False)[0]
             )
-    signed = typ == "s32"
-    if aop == "add":
-        return lambda o, b, c: (o + b) & M32
     if aop in ("min", "max"):
         pick = min if aop == "min" else max
-        if signed:
+        if typ == "s32":
             return lambda o, b, c: pick(_s32(o), _s32(b)) & M32
         return lambda o, b, c: pick(o, b)
-    if aop == "inc":
-        return lambda o, b, c: 0 if o >= b else (o + 1) & M32
-    if aop == "dec":
-        return lambda o, b, c: b if (o == 0 or o > b) else o - 1
-    if aop == "cas":
-        return lambda o, b, c: c if o == b else o
-    if aop == "exch":
-        return lambda o, b, c: b
-    if aop == "and":
-        return lambda o, b, c: o & b
-    if aop == "or":
-        return lambda o, b, c: o | b
-    if aop == "xor":
-        return lambda o, b, c: o ^ b
+    if aop in _WORD_ATOMICS:
+        return _WORD_ATOMICS[aop]
     raise ValueError(f"unsupported atomic {aop}.{typ}")
 
 
 # ---------------------------------------------------------------------------------------------
-# limits and the one-call entry point
+# limits and the result of a run (the one-call entry points are qwengpu.codegen.pipeline's)
 # ---------------------------------------------------------------------------------------------
 def check_program_limits(prog: Program) -> None:
     """Refuse a program the machine cannot hold."""
@@ -1514,7 +1213,8 @@ def check_launch_limits(
 
 @dataclass
 class MachineResult:
-    """What ``run_machine_sim`` returns (shaped like ``qwengpu.runner.RunResult``)."""
+    """What ``qwengpu.codegen.pipeline.run_machine_sim`` returns (shaped like ``RunResult`` of
+    ``qwengpu.runner``)."""
 
     kernel: str
     outputs: dict[str, np.ndarray]
@@ -1528,117 +1228,12 @@ class MachineResult:
         return not self.mismatches
 
 
-def compile_machine(
-    cu_path: str | Path, kernel: str, pointer_params: list[bool] | None = None, allocate: bool = True
-) -> Program:
-    """CUDA file -> allocated machine program (cached PTX)."""
-    from qwengpu.codegen.lower import lower_kernel
-    from qwengpu.codegen.regalloc import allocate as regalloc
-    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
-    from qwengpu.ptx.parser import parse_ptx
-
-    cu = Path(cu_path)
-    ptx = compile_file(cu, options=COMPILE_OPTIONS)
-    module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
-    prog = lower_kernel(module, kernel, pointer_params)
-    if allocate:
-        prog = regalloc(prog)
-    check_program_limits(prog)
-    return prog
-
-
-def simulate(
-    module: object,
-    spec: object,
-    *,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    allocate: bool = True,
-    trace: Callable[[str], None] | None = None,
-) -> tuple[dict[str, np.ndarray], SimStats, Program]:
-    """Lower, allocate and run the spec's kernel of a parsed PTX module; (outputs, stats, program)."""
-    from qwengpu.codegen.lower import lower_kernel
-    from qwengpu.codegen.regalloc import allocate as regalloc
-    from qwengpu.ptx.inline import inline_calls
-    from qwengpu.simt.interp import _find_kernel
-    from qwengpu.spec import bind, read_outputs
-
-    fn = _find_kernel(module, spec.kernel)  # type: ignore[arg-type, attr-defined]
-    prog = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])  # type: ignore[arg-type, attr-defined]
-    check_memory_limits(prog)
-    if allocate:
-        prog = regalloc(prog)
-    check_program_limits(prog)
-    bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
-    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes)  # type: ignore[attr-defined]
-    sim = MachineSim(prog, max_steps=max_steps, trace=trace)
-    st = sim.launch(
-        spec.grid,
-        spec.block,
-        bound.param_bytes,
-        bound.gmem,  # type: ignore[attr-defined]
-        dynamic_shared=spec.shared_bytes,
-    )  # type: ignore[attr-defined]
-    return read_outputs(spec, bound.gmem), st, prog  # type: ignore[arg-type]
-
-
-def run_machine_sim(
-    cu_path: str | Path,
-    spec_path: str | Path | None = None,
-    *,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    allocate: bool = True,
-    trace: Callable[[str], None] | None = None,
-) -> MachineResult:
-    """Compile a CUDA file, then lower, allocate and simulate the spec's kernel on the machine.
-
-    Shaped like ``qwengpu.runner.run_kernel``: outputs (name -> numpy array) and a stats dict with
-    ``warp_instructions``, ``passes``, ``machine_instructions`` (program size) and ``registers``."""
-    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
-    from qwengpu.ptx.parser import parse_ptx
-    from qwengpu.simt.interp import _find_kernel
-    from qwengpu.spec import c_signature, check_against_kernel, compare, default_spec_path, load_spec
-
-    cu = Path(cu_path)
-    spec = load_spec(spec_path if spec_path is not None else default_spec_path(cu))
-    source = cu.read_text()
-    ptx = compile_file(cu, options=COMPILE_OPTIONS)
-    module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
-    fn = _find_kernel(module, spec.kernel)
-    check_against_kernel(spec, fn, c_signature(source, spec.kernel))
-    t0 = time.perf_counter()
-    outputs, st, prog = simulate(module, spec, max_steps=max_steps, allocate=allocate, trace=trace)
-    sd = st.as_dict()
-    sd["seconds"] = round(time.perf_counter() - t0, 6)
-    return MachineResult(spec.kernel, outputs, sd, compare(spec, outputs), prog, spec)
-
-
-def expansion_rows(runs: list[tuple[Program, SimStats]]) -> list[tuple[str, int, int, int, int, float]]:
-    """Per PTX form: (form, occurrences, min/median/max static machine instructions, dynamic machine
-    warp instructions per PTX-level issue) over the given runs — the "circuit vs sequence" data."""
-    static: dict[str, list[int]] = {}
-    dyn: dict[str, list[int]] = {}
-    for prog, st in runs:
-        for i, ins in enumerate(prog.ptx):
-            a, b = prog.ptx_ranges[i]
-            static.setdefault(ins.form, []).append(b - a)
-            d = dyn.setdefault(ins.form, [0, 0])
-            if st.issues_by_ptx:
-                d[0] += st.machine_by_ptx[i]
-                d[1] += st.issues_by_ptx[i]
-    rows = []
-    for form in sorted(static):
-        xs = sorted(static[form])
-        m, n = dyn[form]
-        rows.append((form, len(xs), xs[0], xs[len(xs) // 2], xs[-1], round(m / n, 2) if n else float("nan")))
-    return rows
-
-
 __all__ = [
     "MachineSim",
     "SimStats",
-    "run_machine_sim",
-    "simulate",
-    "compile_machine",
     "MachineResult",
     "MachineLimitError",
+    "check_program_limits",
+    "check_memory_limits",
+    "check_launch_limits",
 ]

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from qwengpu.errors import ExecutionError, PTXError
+from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 
 WARP = 32
 DEFAULT_MAX_STEPS = 5_000_000
@@ -34,6 +37,24 @@ ALL.flags.writeable = False  # a mask of None means "all 32 lanes active" (the c
 NEXT, JUMP, DIVERGED, EXIT, BARRIER, RET = 0, 1, 2, 3, 4, 5
 NOT_RUNNABLE = 1 << 40  # the candidate PC of a lane that cannot run (exited or waiting)
 M32 = 0xFFFFFFFF
+
+
+@dataclass
+class BlockCounts:
+    """The counters the core keeps; each oracle's stats add what it counts per issue."""
+
+    blocks: int = 0
+    warps: int = 0
+    divergent_branches: int = 0
+    barriers: int = 0
+
+
+def shared_extent(static_shared: int, dynamic_shared: int, has_dynamic_syms: bool) -> int:
+    """A block's shared-memory bytes: the dynamic part starts 16-aligned after the static
+    variables when the kernel declares an extern array, else right after them."""
+    dyn_off = (static_shared + 15) // 16 * 16
+    size = dyn_off + dynamic_shared if has_dynamic_syms else static_shared
+    return max(size, static_shared + dynamic_shared)
 
 
 class Block:
@@ -152,6 +173,17 @@ def reconverge(w: SimtWarp) -> None:
     w.cmask = None if (w.nlanes == WARP and run.all()) else run
 
 
+def generic_space(a: np.ndarray) -> tuple[str, int]:
+    """The state space a generic access goes to, decided by its first lane's address, and the
+    window's base (0 for global): all lanes of one access must agree on the space."""
+    first = int(a[0]) if len(a) else GLOBAL_BASE
+    if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
+        return "shared", SHARED_WINDOW
+    if LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
+        return "local", LOCAL_WINDOW
+    return "global", 0
+
+
 def mask_word(m: np.ndarray | None) -> int:
     """The active mask as a 32-bit word (lane 0 in bit 0), for traces."""
     return 0xFFFFFFFF if m is None else int(np.packbits(m[::-1]).view(">u4")[0])
@@ -265,15 +297,43 @@ class SimtCore:
     kernel_name: str
     max_steps: int
     steps_left: int
-    stats: object
+    stats: Any
     grid: tuple[int, int, int]
     blockdim: tuple[int, int, int]
     shared_size: int
     static_shared: int
     local_size: int
     launch_specials: list[str]
+    gmem: GlobalMemory
+    param_mem: np.ndarray
+    param_size: int
+
+    # ---- launch
+    def launch(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        param_bytes: bytes,
+        gmem: GlobalMemory,
+        *,
+        dynamic_shared: int = 0,
+        progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run the kernel over the grid; global memory is modified in place. Returns the stats;
+        ``progress(stats)`` is called after every block."""
+        self.gmem = gmem
+        self.grid, self.blockdim = grid, block
+        self._prepare(param_bytes, gmem, dynamic_shared)
+        self.steps_left = self.max_steps
+        self._run_grid(block[0] * block[1] * block[2], progress)
+        return self.stats
 
     # ---- hooks
+    def _prepare(self, param_bytes: bytes, gmem: GlobalMemory, dynamic_shared: int) -> None:
+        """Lay out the launch (parameters, shared memory, module globals), build the code if it
+        needs building and set fresh ``stats``."""
+        raise NotImplementedError
+
     def _new_block(self, ctaid: tuple[int, int, int], nthreads: int) -> Block:
         raise NotImplementedError
 
@@ -295,6 +355,10 @@ class SimtCore:
     def _release(self, warps: list[SimtWarp]) -> None:
         """Just before a barrier releases its block (the interpreter's ``bar.red``)."""
 
+    def _param_ok(self, a: np.ndarray, size: int) -> np.ndarray:
+        """Which kernel-parameter addresses ``a`` may be read ``size`` bytes wide."""
+        return a + np.uint64(size) <= np.uint64(self.param_size)
+
     # ---- grid and block
     def _run_grid(self, nthreads: int, progress: Callable | None = None) -> None:
         """Run every block of ``self.grid`` in order (x fastest); ``stats.seconds`` as it goes."""
@@ -306,23 +370,23 @@ class SimtCore:
                     for bx in range(grid[0]):
                         self._run_block((bx, by, bz), nthreads)
                         if progress is not None:
-                            self.stats.seconds = time.perf_counter() - t0  # type: ignore[attr-defined]
+                            self.stats.seconds = time.perf_counter() - t0
                             progress(self.stats)
-        self.stats.seconds = time.perf_counter() - t0  # type: ignore[attr-defined]
+        self.stats.seconds = time.perf_counter() - t0
 
     def _run_block(self, ctaid: tuple[int, int, int], nthreads: int) -> None:
         """The block's warps run round-robin until each exits or waits; a barrier releases when
         every live thread of the block has arrived."""
         blk = self._new_block(ctaid, nthreads)
         stats = self.stats
-        stats.blocks += 1  # type: ignore[attr-defined]
+        stats.blocks += 1
         warps = []
         for wid in range((nthreads + WARP - 1) // WARP):
             threads = np.arange(wid * WARP, min(nthreads, (wid + 1) * WARP), dtype=np.int64)
             w = self._new_warp(blk, wid, threads)
             self._specials(w, ctaid, nthreads, wid)
             warps.append(w)
-        stats.warps += len(warps)  # type: ignore[attr-defined]
+        stats.warps += len(warps)
         while True:
             progressed = False
             for w in warps:
@@ -333,7 +397,7 @@ class SimtCore:
             if not pending:
                 return
             if all(w.waiting[w.live].all() for w in pending):
-                stats.barriers += 1  # type: ignore[attr-defined]
+                stats.barriers += 1
                 self._release(warps)
                 for w in warps:
                     w.waiting[:] = False
@@ -395,7 +459,7 @@ class SimtCore:
                     continue
                 w.cand = None
             if kind == DIVERGED:
-                stats.divergent_branches += 1  # type: ignore[attr-defined]
+                stats.divergent_branches += 1
                 w.conv = -1
             elif kind == EXIT:
                 if not w.live.any():
@@ -406,6 +470,71 @@ class SimtCore:
                 reconverge(w)
                 if not (w.live & ~w.waiting).any():
                     return
+
+    # ---- memory
+    def _access(
+        self,
+        w: SimtWarp,
+        a: np.ndarray,
+        lanes: np.ndarray,
+        size: int,
+        space: str,
+        ins: Any,
+        store: bool,
+        poison: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The memory and byte indices of the active lanes' space-relative addresses ``a``
+        (``lanes`` the active mask, ``a`` already taken at it), or the fault of the first lane
+        whose access is out of bounds (``poison``: its address left the machine's 32-bit window),
+        read-only or misaligned; ``ins`` is the PTX instruction the messages name."""
+        if space in ("global", "const"):
+            ok = self.gmem.check(a, size)
+            mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
+            if store and self.gmem.has_readonly and ok.all() and (poison is None or not poison.any()):
+                for b in self.gmem.buffers:
+                    if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
+                        lane = int(np.nonzero(lanes)[0][0])
+                        raise self._fault(w, lane, ins, f"store to read-only memory '{b.name}'")
+        elif space == "shared":
+            ok = a + np.uint64(size) <= np.uint64(w.block.shared_size)
+            mem, idx = w.block.shared, a
+        elif space in ("local", "callparam"):
+            ok = a + np.uint64(size) <= np.uint64(self.local_size)
+            mem, idx = w.block.local, a + (w.lbase if lanes is ALL else w.lbase[lanes])
+        elif space == "param":
+            if store:
+                raise PTXError(f"{ins.where()}: store to kernel parameter space: `{ins.text}`")
+            ok = self._param_ok(a, size)
+            mem, idx = self.param_mem, a
+        else:  # pragma: no cover
+            raise PTXError(f"{ins.where()}: unsupported state space {space}: `{ins.text}`")
+        if poison is not None:
+            ok = ok & ~poison
+        aligned = (a & np.uint64(size - 1)) == 0 if size > 1 else ok
+        if (ok & aligned).all():  # one reduction for bounds and alignment together
+            return mem, idx
+        if not ok.all():
+            k = int(np.argmin(ok))
+            lane = int(np.nonzero(lanes)[0][k])
+            what = "store" if store else "load"
+            if poison is not None and poison[k]:
+                raise self._fault(
+                    w,
+                    lane,
+                    ins,
+                    f"out-of-bounds {space} {what} of {size} bytes: the address is "
+                    "more than 2 GiB away from the machine's 32-bit address window",
+                )
+            bad = int(a[k])
+            if space in ("global", "const"):
+                where = f"address 0x{bad:x} ({self.gmem.describe(bad)})"
+            else:
+                limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
+                where = f"{space} offset {bad} (size {limit} bytes)"
+            raise self._fault(w, lane, ins, f"out-of-bounds {space} {what} of {size} bytes at {where}")
+        k = int(np.argmin(aligned))
+        lane = int(np.nonzero(lanes)[0][k])
+        raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
 
     # ---- messages
     def _past_end(self) -> ExecutionError:
@@ -419,7 +548,7 @@ class SimtCore:
             "the kernel may loop forever — raise the limit with --max-steps"
         )
 
-    def _fault(self, w: SimtWarp, lane: int, ins: object, msg: str) -> ExecutionError:
+    def _fault(self, w: SimtWarp, lane: int, ins: Any, msg: str) -> ExecutionError:
         """A fault of one thread, named by thread and block index, warp and lane, and the PTX
         instruction ``ins`` (anything with ``text`` and ``where()``)."""
         t = int(w.thread[lane])
@@ -427,5 +556,5 @@ class SimtCore:
         tid = (t % bx, (t // bx) % by, t // (bx * by))
         return ExecutionError(
             f"{msg}\n  thread {tid} of block {w.block.ctaid} (warp {w.warp_id}, lane {lane})\n"
-            f"  instruction `{ins.text}` at {ins.where()}"  # type: ignore[attr-defined]
+            f"  instruction `{ins.text}` at {ins.where()}"
         )

@@ -56,16 +56,19 @@ from qwengpu.simt.core import (
     NEXT,
     WARP,
     Block,
+    BlockCounts,
     SimtCore,
     SimtWarp,
     arrive,
     branch,
+    generic_space,
     mask_word,
     retire,
+    shared_extent,
     shuffle_lanes,
     warp_vote,
 )
-from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+from qwengpu.simt.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 
 ROUNDING = {"rn", "rz", "rm", "rp"}
 INT_ROUNDING = {"rni", "rzi", "rmi", "rpi"}
@@ -73,15 +76,11 @@ APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
 
 
 @dataclass
-class Stats:
+class Stats(BlockCounts):
     """What a launch did."""
 
     warp_instructions: int = 0
     thread_instructions: int = 0
-    blocks: int = 0
-    warps: int = 0
-    divergent_branches: int = 0
-    barriers: int = 0
     approximate: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -186,27 +185,14 @@ class Interpreter(SimtCore):
             _check_supported(ins)
 
     # ------------------------------------------------------------------ launch
-    def launch(
-        self,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        param_bytes: bytes,
-        gmem: GlobalMemory,
-        *,
-        dynamic_shared: int = 0,
-        progress: Callable[[Stats], None] | None = None,
-    ) -> Stats:
-        """Run the kernel over the grid; global memory is modified in place."""
-        self.gmem = gmem
-        self.grid, self.blockdim = grid, block
+    def _prepare(self, param_bytes: bytes, gmem: GlobalMemory, dynamic_shared: int) -> None:
         self.param_mem = np.zeros(_align(max(len(param_bytes), 8), 8), dtype=np.uint8)
         self.param_mem[: len(param_bytes)] = np.frombuffer(param_bytes, dtype=np.uint8)
         dyn_off = _align(self.static_shared, 16)
         self.shared_off_all = dict(self.shared_off)
         for v in self.dynamic_shared_syms:
             self.shared_off_all[v.name] = dyn_off
-        self.shared_size = dyn_off + dynamic_shared if self.dynamic_shared_syms else self.static_shared
-        self.shared_size = max(self.shared_size, self.static_shared + dynamic_shared)
+        self.shared_size = shared_extent(self.static_shared, dynamic_shared, bool(self.dynamic_shared_syms))
         self.dynamic_shared = dynamic_shared
         self.global_addr: dict[str, int] = {}
         for v in self.module.globals:
@@ -222,9 +208,6 @@ class Interpreter(SimtCore):
             self.code = [self._build(ins, pc) for pc, ins in enumerate(self.fn.body)]
             self._code_key = key
         self.stats = Stats(approximate=list(self.uses_approx))
-        self.steps_left = self.max_steps
-        self._run_grid(block[0] * block[1] * block[2], progress)
-        return self.stats
 
     def _new_block(self, ctaid: tuple[int, int, int], nthreads: int) -> Block:
         return Block(ctaid, nthreads, self.shared_size, self.local_size, self.shared_init)
@@ -1138,13 +1121,7 @@ class Interpreter(SimtCore):
         a = addr if lanes is ALL else addr[lanes]
         if space == "generic":
             # decide per access from the window; all lanes of one access must agree on the space
-            first = int(a[0]) if len(a) else GLOBAL_BASE
-            if SHARED_WINDOW <= first < SHARED_WINDOW + WINDOW_SIZE:
-                space, win = "shared", SHARED_WINDOW
-            elif LOCAL_WINDOW <= first < LOCAL_WINDOW + WINDOW_SIZE:
-                space, win = "local", LOCAL_WINDOW
-            else:
-                space, win = "global", 0
+            space, win = generic_space(a)
             if win:
                 inside = (a >= np.uint64(win)) & (a < np.uint64(win + WINDOW_SIZE))
             else:
@@ -1165,44 +1142,7 @@ class Interpreter(SimtCore):
                 )
             if win:
                 a = a - np.uint64(win)
-        if space in ("global", "const"):
-            ok = self.gmem.check(a, size)
-            mem, idx = self.gmem.arena, a - np.uint64(GLOBAL_BASE)
-            if store and self.gmem.has_readonly and ok.all():
-                for b in self.gmem.buffers:
-                    if b.readonly and ((a >= b.start) & (a < b.start + b.size)).any():
-                        lane = int(np.nonzero(lanes)[0][0])
-                        raise self._fault(w, lane, ins, f"store to read-only memory '{b.name}'")
-        elif space == "shared":
-            ok = a + np.uint64(size) <= np.uint64(w.block.shared_size)
-            mem, idx = w.block.shared, a
-        elif space in ("local", "callparam"):
-            ok = a + np.uint64(size) <= np.uint64(self.local_size)
-            mem, idx = w.block.local, a + (w.lbase if lanes is ALL else w.lbase[lanes])
-        elif space == "param":
-            if store:
-                raise self._fail(ins, "store to kernel parameter space")
-            ok = a + np.uint64(size) <= np.uint64(self.param_size)
-            mem, idx = self.param_mem, a
-        else:  # pragma: no cover
-            raise self._fail(ins, f"unsupported state space {space}")
-        aligned = (a & np.uint64(size - 1)) == 0 if size > 1 else ok
-        if (ok & aligned).all():  # one reduction for bounds and alignment together
-            return mem, idx
-        if not ok.all():
-            k = int(np.argmin(ok))
-            lane = int(np.nonzero(lanes)[0][k])
-            bad = int(a[k])
-            what = "store" if store else "load"
-            if space in ("global", "const"):
-                where = f"address 0x{bad:x} ({self.gmem.describe(bad)})"
-            else:
-                limit = {"shared": w.block.shared_size, "param": self.param_size}.get(space, self.local_size)
-                where = f"{space} offset {bad} (size {limit} bytes)"
-            raise self._fault(w, lane, ins, f"out-of-bounds {space} {what} of {size} bytes at {where}")
-        k = int(np.argmin(aligned))
-        lane = int(np.nonzero(lanes)[0][k])
-        raise self._fault(w, lane, ins, f"misaligned {size}-byte access at address 0x{int(a[k]):x}")
+        return self._access(w, a, lanes, size, space, ins, store)
 
     def _op_ld(self, ins: Instr, pc: int):
         t = _type_of(ins)

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from qwengpu.codegen.pipeline import simulate
 from qwengpu.errors import QwenGPUError
-from qwengpu.isa.sim import simulate
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.simt.interp import Interpreter, _find_kernel
 from qwengpu.spec import bind, parse_spec, read_outputs

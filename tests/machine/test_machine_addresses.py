@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from machine_helpers import HEADER, assert_same, both
 
+from qwengpu.codegen.pipeline import run_machine_sim
 from qwengpu.codegen.soft import run_for_weights
 from qwengpu.codegen.softmem import run_weights
 from qwengpu.cuda import COMPILE_OPTIONS, compile_file
-from qwengpu.isa.sim import run_machine_sim
 
 K = Path(__file__).resolve().parents[1] / "machine_weights" / "kernels"
 

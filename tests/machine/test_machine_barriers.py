@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from machine_helpers import HEADER, run_interp
 
+from qwengpu.codegen.pipeline import simulate
 from qwengpu.codegen.soft import Options, simulate_for_weights
-from qwengpu.isa.sim import simulate
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.spec import parse_spec
 

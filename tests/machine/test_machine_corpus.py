@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from qwengpu.codegen.pipeline import run_machine_sim
 from qwengpu.errors import MachineLimitError
-from qwengpu.isa.sim import run_machine_sim
 from qwengpu.runner import corpus, run_kernel
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"

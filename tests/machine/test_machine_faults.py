@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from qwengpu.codegen.pipeline import run_machine_sim
 from qwengpu.errors import ExecutionError
-from qwengpu.isa.sim import run_machine_sim
 from qwengpu.runner import run_kernel
 
 CASES = {

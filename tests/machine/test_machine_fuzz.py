@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_fuzz_kernels as fz  # noqa: E402
 
-from qwengpu.isa.sim import run_machine_sim  # noqa: E402
+from qwengpu.codegen.pipeline import run_machine_sim  # noqa: E402
 from qwengpu.runner import run_kernel  # noqa: E402
 
 SEEDS = int(os.environ.get("MACHINE_FUZZ_SEEDS", "4"))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from qwengpu.codegen.pipeline import compile_machine
 from qwengpu.isa.instr import OPCODES, OPERAND_IMM, SPECS, Imm, MInstr, R, encode, op_table, validate
-from qwengpu.isa.sim import compile_machine
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 SAMPLE = ["layernorm", "shfl_xor_butterfly", "div_s64", "atomic_cas", "sin_cos", "byte_perm", "vote"]

@@ -164,7 +164,7 @@ def test_shuffle_source_keeps_its_register(tmp_path) -> None:
             }
         )
     )
-    from qwengpu.isa.sim import run_machine_sim
+    from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.runner import run_kernel
 
     ref = run_kernel(tmp_path / "k.cu")
@@ -187,7 +187,7 @@ COPY = 'extern "C" __global__ void k(int* out) {\n  out[blockIdx.x * blockDim.x 
 
 
 def _run_cuda(tmp_path, src: str, spec: dict):
-    from qwengpu.isa.sim import run_machine_sim
+    from qwengpu.codegen.pipeline import run_machine_sim
 
     (tmp_path / "k.cu").write_text(src)
     (tmp_path / "k.json").write_text(json.dumps(spec))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from machine_helpers import assert_same, binop_ptx, binop_spec, both
 
-from qwengpu.isa.sim import run_machine_sim
+from qwengpu.codegen.pipeline import run_machine_sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_fuzz_kernels as fz  # noqa: E402

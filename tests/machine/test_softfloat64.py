@@ -194,8 +194,8 @@ def test_float_expression_with_double_literal() -> None:
     """``x * 0.5 + 1.25`` with a float x: NVRTC's cvt.f64.f32 + fma.rn.f64 + cvt.rn.f32.f64."""
     from pathlib import Path
 
+    from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.codegen.soft import run_for_weights
-    from qwengpu.isa.sim import run_machine_sim
 
     cu = Path(__file__).resolve().parents[1] / "machine_weights" / "kernels" / "dbl.cu"
     for r in (run_machine_sim(cu), run_for_weights(cu)):
