@@ -4,7 +4,8 @@ Why: the compiled transformer must reproduce this simulator token for token, and
 must reproduce the interpreter bit for bit; it is the bridge between the two oracles.
 
 Datapath model: a warp of 32 threads issues one machine instruction at a time (per-lane PCs,
-min-PC scheduling, exactly as the interpreter does for PTX); the 4-lane datapath executes it in
+min-PC scheduling, barriers and the block loop: ``qwengpu.simt.core``, the interpreter's own
+scheduler; this module gives only the machine instructions their meaning); the 4-lane datapath executes it in
 up to 8 passes of 4 lanes, skipping lane groups with no active thread. Lanes are independent
 within a pass; cross-lane ops (``shfl``, ``vote``, ``ballot``) read the other lanes' registers,
 and the lowering guarantees their destination is not one of their sources, so executing them

@@ -5,7 +5,9 @@ per-lane PC is the smallest among its runnable lanes (min-PC scheduling), which 
 NVVM's unstructured control flow at immediate post-dominators for the layouts NVVM emits.
 Warps of a block run round-robin between ``bar.sync`` barriers; blocks run one after another.
 Lanes parked at a barrier keep their own PC while the rest of the warp runs on and diverges.
-Each PTX instruction is turned once into a Python closure over numpy arrays of 32 lanes.
+Each PTX instruction is turned once into a Python closure over numpy arrays of 32 lanes. The
+scheduling, barriers and block loop are ``qwengpu.simt.core``'s (shared with the machine-ISA
+simulator); this module gives PTX instructions their meaning.
 
 Where the hardware gives no reproducible value the model picks a documented one or refuses:
 ``%clock*``/``%globaltimer*`` count the warp instructions issued so far; ``%smid`` is 0 of one SM;
