@@ -8,9 +8,9 @@ interpreter's semantics) for every input: all four rounding modes, ``.ftz``, ``.
 rules (canonical NaN 0x7FFFFFFF, min/max ignore a NaN operand, -0 < +0), saturating conversions.
 
 Interface: ``FLOAT_EXPANDERS[op](ins, fr) -> list[MInstr]`` with ``fr`` a ``soft.Fresh``; the
-expanders are registered in ``soft.EXPANDERS`` (see ``soft.py`` for the framework's rules: the
-destination is written last, guards are applied by the framework). ``expand_floats(prog)``
-applies only these expanders (used by the tests and ``bench/softfloat_cost.py``).
+expanders join ``softcore.EXPANDERS`` when this module is imported (``softcore.py`` states the
+framework's rules: the destination is written last, guards are applied by the framework).
+``expand_floats(prog)`` applies only these expanders (used by the tests and ``bench/softfloat_cost.py``).
 
 Design (all sequences are branch-free unless ``MUL_SHAPE`` picks the fixed-trip product loop,
 so SIMT lanes with different data never diverge):
@@ -50,6 +50,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qwengpu.codegen import ex2_model as em
+from qwengpu.codegen.softcore import Fresh, Routine, call, register_floats
 from qwengpu.isa.instr import PT, Imm, MInstr, P, R
 
 SIGN = 0x80000000
@@ -65,8 +66,8 @@ FALSE = P(PT, True)
 #: how the 24x24-bit significand product is built: ``unrolled`` (branch-free shift-and-add,
 #: 3 instructions per bit), ``loop`` (the same steps for the three multiplier bytes interleaved in
 #: an 8-trip loop: a fixed trip count, so lanes never diverge; ~57 instructions less program, ~27
-#: more issued), ``mul`` (``mulhi`` + ``mul``, expanded by soft.py: longer), or ``auto``
-#: (default): ``loop`` when soft.py expands with ``Options.mul`` = loop/bitloop (its ``auto``
+#: more issued), ``mul`` (``mulhi`` + ``mul``, expanded by softcore.py: longer), or ``auto``
+#: (default): ``loop`` when softcore.py expands with ``Options.mul`` = loop/bitloop (its ``auto``
 #: falls back to that when the program does not fit the ROM), else ``unrolled``
 MUL_SHAPE = "auto"
 MUL_SHAPES = ("auto", "unrolled", "loop", "mul")
@@ -487,7 +488,7 @@ def _shared(
     b: _B, name: str, args: tuple, kinds: str, fn: Callable[..., tuple], late_kinds: str = ""
 ) -> tuple:
     """The part of a float op that does not depend on the rounding mode, so the instances of one
-    op in DIFFERENT modes (or of different ops) can share it as a routine named ``name`` (soft.py,
+    op in DIFFERENT modes (or of different ops) can share it as a routine named ``name`` (softcore.py,
     "Subroutines": routed when ``routines=auto`` measures a saving, else inline exactly as before;
     every inline instance is recorded for that measurement). Only register arguments are shared
     (immediates fold inline).
@@ -503,7 +504,6 @@ def _shared(
         vals, late = fn(b, *args, False)
         return vals, late or (lambda: ())
     if route(name, "part"):  # only when chosen by name (``Options.routed``), not by a mode
-        from qwengpu.codegen.soft import Routine, call
 
         def body(s: object, ps: tuple, rs: tuple) -> None:
             bb = _B(s.fr)  # type: ignore[attr-defined]
@@ -1257,12 +1257,10 @@ FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
 
 def expand_floats(prog: object, ops: dict | None = None) -> object:
     """``prog`` (virtual registers, before allocation) with every float op replaced by its integer
-    sequence, by the rules of soft.py's framework (a self-contained copy, so the float sequences
+    sequence, by the rules of softcore.py's framework (a self-contained copy, so the float sequences
     can be measured and tested alone): a guarded op guards the sequence's writes of
     non-temporaries (its destination), or is branched around when the sequence has a loop."""
     from dataclasses import replace
-
-    from qwengpu.codegen.soft import Fresh
 
     table = FLOAT_EXPANDERS if ops is None else ops
     fr = Fresh(prog)  # type: ignore[arg-type]
@@ -1307,3 +1305,6 @@ def expand_floats(prog: object, ops: dict | None = None) -> object:
 
 
 __all__ = ["FLOAT_EXPANDERS", "MUL_SHAPE", "MUL_SHAPES", "expand_floats"]
+
+# the registry of the framework: every float op expanded (and routable) wherever this module is loaded
+register_floats(FLOAT_EXPANDERS)

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qwengpu.codegen import lower as lw
-from qwengpu.codegen.soft import Seq
+from qwengpu.codegen.softcore import Seq, register_floats
 from qwengpu.isa.instr import Imm, MInstr, P, R
 
 M32 = 0xFFFFFFFF
@@ -622,3 +622,6 @@ F64_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
     "d2i": expand_d2i,
     "d2l": expand_d2l,
 }
+
+# joins the framework's registry (and its routines) when imported, after softfloat.py's ops
+register_floats(F64_EXPANDERS)

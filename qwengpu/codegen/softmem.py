@@ -97,9 +97,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from qwengpu.codegen import soft
+# softfloat/softfloat64: imported for their registration (the launch pipeline below expands floats too)
+from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
 from qwengpu.codegen.regalloc import AFTER, rebuild
-from qwengpu.codegen.soft import EXPANDERS, Fresh, Options, Seq, expander
+from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS
@@ -864,7 +865,7 @@ def expand_with_launch(
     p = propagate_constants(_launch_pass(prog, plan))
     base = options or Options()
     opts = MemOptions(**{f: getattr(base, f) for f in base.__dataclass_fields__ if f != "plan"}, plan=plan)
-    p = soft.expand_for_weights(p, options=opts)
+    p = softcore.expand_for_weights(p, options=opts)
     return _shadow_pass(p, plan), plan
 
 
