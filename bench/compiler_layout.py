@@ -3,7 +3,7 @@
     python bench/compiler_layout.py [--config qwen3_5_2b_text] [--json]
 
 Compile only (no model is built), so it runs in seconds; the figures are the compiler's own
-layout report, the same one ``CompiledCircuit.report()`` prints.
+layout report, the same one ``LayoutReport.of(compiled)`` prints.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from qwengpu.compiler import Circuit, text_config
+from qwengpu.compiler import Circuit, compile_circuit, text_config
 from qwengpu.compiler.report import LayoutReport
 
 
@@ -66,7 +66,7 @@ def main() -> int:
     cfg = text_config(args.config)
     rows = []
     for label, circ in compositions().items():
-        rep = LayoutReport.of(circ.compile(cfg))
+        rep = LayoutReport.of(compile_circuit(circ, cfg))
         heads = sum(r.heads or 0 for r in rep.layers)
         rows.append({"circuit": label, "layers": rep.n_layers, "slots": rep.peak_live,
                      "neurons": rep.total_neurons, "max_neurons_per_layer": rep.max_neurons, "heads": heads})

@@ -37,11 +37,12 @@ sys.path.insert(0, str(ROOT))
 
 
 def _layout(config) -> dict:
+    from qwengpu.compiler import compile_circuit
     from qwengpu.compiler.report import LayoutReport
     from qwengpu.machine.circuit import build_machine
 
     t0 = time.perf_counter()
-    comp = build_machine().compile(config)
+    comp = compile_circuit(build_machine(), config)
     r = LayoutReport.of(comp)
     return {
         "layers": r.n_layers,

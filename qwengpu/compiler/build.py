@@ -20,7 +20,6 @@ time with the model's cache.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,41 +27,11 @@ import numpy as np
 import torch
 
 from .evaluator import from_bits, to_bits
+from .memory import placeholder_bank
 from .mlp import OFF_MAX, ON_MIN, certify
-from .residual import ResidualLayout
-from .schedule import FULL, CompiledCircuit, FitError, neuron_rows, placeholder_bank
+from .schedule import FULL, CircuitIO, CompiledCircuit, FitError, neuron_rows
 
 MAX_TOKEN_BITS = 16
-
-
-@dataclass(frozen=True)
-class CircuitIO:
-    """Where a compiled circuit's inputs and outputs live in the residual (saved with checkpoints)."""
-
-    name: str
-    inputs: tuple[tuple[str, tuple[int, ...]], ...]
-    outputs: tuple[tuple[str, tuple[int, ...]], ...]
-    residual: ResidualLayout
-    fingerprint: str
-
-    def input_dims(self, name: str) -> list[int]:
-        return list(dict(self.inputs)[name])
-
-    def output_dims(self, name: str) -> list[int]:
-        return list(dict(self.outputs)[name])
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "inputs": [[n, list(d)] for n, d in self.inputs],
-                "outputs": [[n, list(d)] for n, d in self.outputs],
-                "residual": dataclasses.asdict(self.residual), "fingerprint": self.fingerprint}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> CircuitIO:
-        r = d["residual"]
-        res = ResidualLayout(int(r["hidden_size"]), int(r["one_dim"]), tuple(r["filler_dims"]),
-                             tuple(r["filler_values"]), tuple(r["signal_dims"]), int(r["norm_log4"]))
-        return cls(str(d["name"]), tuple((n, tuple(x)) for n, x in d["inputs"]),
-                   tuple((n, tuple(x)) for n, x in d["outputs"]), res, str(d["fingerprint"]))
 
 
 IOLike = CircuitIO | CompiledCircuit

@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from ..errors import CheckpointError
-from .build import CircuitIO, IOLike, as_io
+from .build import IOLike, as_io
+from .schedule import CircuitIO
 
 SIDECAR = "qwengpu_circuit.json"
 FORMAT = "qwengpu-circuit/1"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Circuit, InputNode, Lin, MemoryNode, MlpNode, Prod, Signal, Step
+from .ir import CircuitGraph, InputNode, Lin, MemoryNode, MlpNode, Prod, Signal, Step
 
 
 class EvaluationError(AssertionError):
@@ -68,7 +68,7 @@ def eval_formula(f, values: dict[Signal, np.ndarray], shape: tuple[int, ...]) ->
     return v
 
 
-def evaluate(circuit: Circuit, inputs: dict[str, Any], signals: bool = False):
+def evaluate(circuit: CircuitGraph, inputs: dict[str, Any], signals: bool = False):
     """Evaluate ``circuit`` exactly; returns ``{output: ints}`` (and all signal bits if ``signals``)."""
     shape: tuple[int, ...] | None = None
     values: dict[Signal, np.ndarray] = {}

@@ -15,19 +15,16 @@ one residual dimension (as -1/+1) while it is needed. There are three node kinds
 
 Users never build nodes by hand: they write formulas with :class:`Word` / :class:`Bit` values
 and Python operators (``a + b``, ``a < b``, ``c.mux(p, a, b)``); :mod:`qwengpu.compiler.ops`
-turns each operator into formulas. All state lives in the :class:`Circuit` object, so two
-circuits can be built side by side in one process.
+turns each operator into formulas (its ``Circuit`` is this module's :class:`CircuitGraph` plus
+those operations, so this module imports nothing downstream). All state lives in the circuit
+object, so two circuits can be built side by side in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import gcd
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .schedule import CompiledCircuit
 
 
 class CircuitError(ValueError):
@@ -178,7 +175,7 @@ class Node:
 
     kind = "node"
 
-    def __init__(self, circuit: Circuit, name: str):
+    def __init__(self, circuit: CircuitGraph, name: str):
         self.circuit = circuit
         self.name = name
         self.outputs: list[Signal] = []
@@ -199,7 +196,7 @@ class InputNode(Node):
 
     kind = "input"
 
-    def __init__(self, circuit: Circuit, name: str, width: int):
+    def __init__(self, circuit: CircuitGraph, name: str, width: int):
         super().__init__(circuit, name)
         self.width = width
         self._new_outputs([f"{name}[{i}]" if width > 1 else name for i in range(width)])
@@ -210,7 +207,7 @@ class MlpNode(Node):
 
     kind = "mlp"
 
-    def __init__(self, circuit: Circuit, name: str, formulas: Sequence[Formula], names: Sequence[str]):
+    def __init__(self, circuit: CircuitGraph, name: str, formulas: Sequence[Formula], names: Sequence[str]):
         super().__init__(circuit, name)
         self.formulas = list(formulas)
         self._new_outputs(names)
@@ -238,7 +235,7 @@ class MemoryNode(Node):
 
     kind = "memory"
 
-    def __init__(self, circuit: Circuit, name: str, rows: int, width: int):
+    def __init__(self, circuit: CircuitGraph, name: str, rows: int, width: int):
         super().__init__(circuit, name)
         self.rows = rows
         self.width = width
@@ -269,7 +266,7 @@ class Bit:
 
     __slots__ = ("circuit", "sig", "neg", "const")
 
-    def __init__(self, circuit: Circuit | None, sig: Signal | None = None, neg: bool = False,
+    def __init__(self, circuit: CircuitGraph | None, sig: Signal | None = None, neg: bool = False,
                  const: int | None = None):
         if sig is None and const not in (0, 1):
             raise CircuitError("a Bit is a signal or the constant 0/1")
@@ -287,7 +284,7 @@ class Bit:
     def is_const(self) -> bool:
         return self.sig is None
 
-    def _c(self, other: object = None) -> Circuit:
+    def _c(self, other: object = None) -> CircuitGraph:
         c = self.circuit or (other.circuit if isinstance(other, (Bit, Word)) else None)
         if c is None:
             raise CircuitError("an operation on constants only: fold it in Python")
@@ -339,7 +336,7 @@ class Word:
 
     __slots__ = ("circuit", "bits", "signed")
 
-    def __init__(self, circuit: Circuit, bits: Sequence[Bit], signed: bool = False):
+    def __init__(self, circuit: CircuitGraph, bits: Sequence[Bit], signed: bool = False):
         self.circuit = circuit
         self.bits = tuple(bits)
         self.signed = signed
@@ -521,15 +518,10 @@ class Memory:
         return Word(c, [Bit(c, s) for s in outs])
 
 
-class Circuit:
-    """A circuit under construction: inputs, nodes, outputs. Build it twice and get two circuits.
-
-    Example::
-
-        c = Circuit("adder")
-        a, b = c.input("a", 32), c.input("b", 32)
-        c.output("sum", a + b)
-        compiled = c.compile(config)
+class CircuitGraph:
+    """A circuit's graph under construction: inputs, nodes, outputs, memories. Build circuits with
+    :class:`qwengpu.compiler.Circuit` (this graph plus the operations of :mod:`ops`); every later
+    stage reads only this graph.
     """
 
     def __init__(self, name: str = "circuit", chunk: int = 8):
@@ -639,94 +631,46 @@ class Circuit:
         self.nodes.append(node)
         return node.outputs[0]
 
-    # -- operations (implemented in ops.py; thin wrappers so circuits read like formulas) ----
-    def add(self, a: Word, b: Word, carry_in: BitLike = 0) -> Word:
-        from . import ops
-        return ops.add(self, a, b, carry_in)[0]
-
-    def add_carry(self, a: Word, b: Word, carry_in: BitLike = 0) -> tuple[Word, Bit]:
-        """``(a + b + carry_in) mod 2**n`` and the carry out."""
-        from . import ops
-        return ops.add(self, a, b, carry_in)
-
-    def sub(self, a: Word, b: Word) -> Word:
-        from . import ops
-        return ops.add(self, a, ~b.as_unsigned(), 1)[0]
-
-    def mul(self, a: Word, b: Word | int) -> Word:
-        from . import ops
-        return ops.mul(self, a, b)
-
-    def bitwise(self, op: str, a: Word, b: Word) -> Word:
-        from . import ops
-        return ops.bitwise(self, op, a, b)
-
-    def shift(self, a: Word, k: int | Word, kind: str) -> Word:
-        from . import ops
-        return ops.shift(self, a, k, kind)
-
-    def equal(self, a: Word, b: Word) -> Bit:
-        from . import ops
-        return ops.equal(self, a, b)
-
-    def less(self, a: Word, b: Word, signed: bool = False) -> Bit:
-        from . import ops
-        return ops.less(self, a, b, signed)
-
-    def decode(self, a: Word) -> Word:
-        from . import ops
-        return ops.decode(self, a)
-
-    def encode(self, onehot: Word) -> Word:
-        from . import ops
-        return ops.encode(self, onehot)
-
-    def mux(self, cond: BitLike, if_true: Word | BitLike, if_false: Word | BitLike) -> Word | Bit:
-        from . import ops
-        return ops.mux(self, self.bit(cond), if_true, if_false)
-
-    def select(self, index: Word, options: Sequence[Word]) -> Word:
-        from . import ops
-        return ops.select(self, index, options)
-
+    # -- the operations Bit and Word operators call: declared here, implemented by ops.Circuit --------
+    # (ir is the bottom stage and imports nothing downstream; ops binds its library to the graph)
     def all_of(self, bits: Iterable[BitLike]) -> Bit:
-        from . import ops
-        return ops.all_of(self, [self.bit(b) for b in bits])
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
 
     def any_of(self, bits: Iterable[BitLike]) -> Bit:
-        from . import ops
-        return ops.any_of(self, [self.bit(b) for b in bits])
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
 
     def parity(self, bits: Iterable[BitLike]) -> Bit:
-        from . import ops
-        return ops.parity(self, [self.bit(b) for b in bits])
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
 
-    def threshold(self, bits: Sequence[BitLike], weights: Sequence[int], theta: int) -> Bit:
-        """``[sum(w_i * b_i) >= theta]`` in one MLP."""
-        from . import ops
-        return ops.threshold(self, [self.bit(b) for b in bits], weights, theta)
+    def add(self, a: Word, b: Word, carry_in: BitLike = 0) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
 
-    def lut(self, bits: Sequence[BitLike], fn: Callable[..., int]) -> Bit:
-        """Any Boolean function of a few bits in one MLP (one neuron per minterm)."""
-        from . import ops
-        return ops.lut(self, [self.bit(b) for b in bits], fn)
+    def sub(self, a: Word, b: Word) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def mul(self, a: Word, b: Word | int) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def bitwise(self, op: str, a: Word, b: Word) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def shift(self, a: Word, k: int | Word, kind: str) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def equal(self, a: Word, b: Word) -> Bit:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def less(self, a: Word, b: Word, signed: bool = False) -> Bit:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
+
+    def decode(self, a: Word) -> Word:
+        raise NotImplementedError("build circuits with qwengpu.compiler.Circuit")
 
     def concat(self, *parts: Word | Bit) -> Word:
         bits: list[Bit] = []
         for p in parts:
             bits += list(p.bits) if isinstance(p, Word) else [p]
         return Word(self, bits)
-
-    # -- pipeline ------------------------------------------------------------------------------
-    def evaluate(self, inputs: dict, **kw):
-        """Exact integer evaluation (see evaluator.evaluate)."""
-        from .evaluator import evaluate
-        return evaluate(self, inputs, **kw)
-
-    def compile(self, config, **kw) -> CompiledCircuit:
-        """Schedule onto layers of ``config``'s shape (see schedule.compile_circuit)."""
-        from .schedule import compile_circuit
-        return compile_circuit(self, config, **kw)
 
     def topo_nodes(self) -> list[Node]:
         """Nodes in dependency order; a cycle (e.g. a write fed by a read of itself) is an error."""

@@ -88,6 +88,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .ir import MemoryNode, Signal
 from .numerics import (
     SIGMOID_ONE_MIN,
     SIGMOID_ZERO_MAX,
@@ -132,6 +133,25 @@ class MemoryBank:
     write_data: tuple[int, ...]  # residual dims of the data bits, len == width
     write_enable: int | None  # residual dim: +1 = write this token, -1 = don't; None = always write
     read_ports: tuple[ReadPort, ...]
+
+
+def placeholder_bank(node: MemoryNode, dim_of: dict[Signal, int] | None = None, counter=None) -> MemoryBank:
+    """The :class:`MemoryBank` of a circuit's ``node``: dims from ``dim_of``, or distinct placeholder
+    dims drawn from ``counter`` (only the bank's shape matters for fitting). It lives here, beside
+    the bank it builds, so scheduling, the report and the weight writer share it one way."""
+    counter = counter if counter is not None else iter(range(1 << 30))
+
+    def dims(sigs: list[Signal] | None) -> tuple[int, ...]:
+        if sigs is None:
+            return ()
+        return tuple(dim_of[s] if dim_of is not None else next(counter) for s in sigs)
+
+    en = None
+    if node.write_enable is not None:
+        en = dim_of[node.write_enable] if dim_of is not None else next(counter)
+    ports = tuple(ReadPort(addr=dims(p.addr), out=dims(p.out)) for p in node.ports)
+    return MemoryBank(name=node.name, rows=node.rows, width=node.width, write_addr=dims(node.write_addr),
+                      write_data=dims(node.write_data), write_enable=en, read_ports=ports)
 
 
 @dataclass(frozen=True)

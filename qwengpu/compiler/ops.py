@@ -1,5 +1,8 @@
 """The primitive library: every operator becomes one or more MLP nodes of :class:`Formula` bits.
 
+:class:`Circuit` (at the end) is the graph of :mod:`ir` with these functions as methods: what users
+build circuits with (``a + b`` on its words calls :func:`add` here).
+
 Stage 2 of the compiler. Each function documents the formula it emits and how many MLP layers it
 takes; :mod:`qwengpu.compiler.mlp` explains the neurons behind each term. Rules of thumb:
 
@@ -29,9 +32,9 @@ thresholds span thousands of steps, beyond bf16's 8-bit mantissa); they are floa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from .ir import Bit, Circuit, CircuitError, Formula, Lin, Prod, Step, Word
+from .ir import Bit, BitLike, CircuitError, CircuitGraph, Formula, Lin, Prod, Step, Word
 
 # ---------------------------------------------------------------------------------------------
 # Bit-level formulas
@@ -88,19 +91,19 @@ def match_form(bits: Sequence[Bit], value: int) -> Lin:
     return out
 
 
-def all_of(c: Circuit, bits: list[Bit]) -> Bit:
+def all_of(c: CircuitGraph, bits: list[Bit]) -> Bit:
     return c.formulas("and", [and_formula(bits)])[0]
 
 
-def any_of(c: Circuit, bits: list[Bit]) -> Bit:
+def any_of(c: CircuitGraph, bits: list[Bit]) -> Bit:
     return c.formulas("or", [or_formula(bits)])[0]
 
 
-def parity(c: Circuit, bits: list[Bit]) -> Bit:
+def parity(c: CircuitGraph, bits: list[Bit]) -> Bit:
     return c.formulas("xor", [parity_formula(bits)])[0]
 
 
-def threshold(c: Circuit, bits: list[Bit], weights: Sequence[int], theta: int) -> Bit:
+def threshold(c: CircuitGraph, bits: list[Bit], weights: Sequence[int], theta: int) -> Bit:
     if len(bits) != len(weights):
         raise CircuitError("threshold: one weight per bit")
     form = sum((b.lin() * int(w) for b, w in zip(bits, weights, strict=True)), Lin())
@@ -109,7 +112,7 @@ def threshold(c: Circuit, bits: list[Bit], weights: Sequence[int], theta: int) -
     return c.formulas("threshold", [Formula(Lin(), [Step(form, int(theta), Lin({}, 1))])])[0]
 
 
-def lut(c: Circuit, bits: list[Bit], fn: Callable[..., int]) -> Bit:
+def lut(c: CircuitGraph, bits: list[Bit], fn: Callable[..., int]) -> Bit:
     """A truth table as a sum of minterms (one single-neuron step each), on the sparser side."""
     k = len(bits)
     if k > 12:
@@ -129,7 +132,7 @@ def lut(c: Circuit, bits: list[Bit], fn: Callable[..., int]) -> Bit:
 # ---------------------------------------------------------------------------------------------
 
 
-def bitwise(c: Circuit, op: str, a: Word, b: Word) -> Word:
+def bitwise(c: CircuitGraph, op: str, a: Word, b: Word) -> Word:
     make = {"and": and_formula, "or": or_formula, "xor": parity_formula}[op]
     bits = c.formulas(op, [make([x, y]) for x, y in zip(a.bits, b.bits, strict=True)])
     return Word(c, bits, a.signed)
@@ -154,7 +157,7 @@ def mux_formula(cond: Bit, t: Bit, f: Bit) -> Formula:
     return Formula(Lin(), terms)
 
 
-def mux(c: Circuit, cond: Bit, if_true: Word | Bit | int, if_false: Word | Bit | int) -> Word | Bit:
+def mux(c: CircuitGraph, cond: Bit, if_true: Word | Bit | int, if_false: Word | Bit | int) -> Word | Bit:
     """``if_true if cond else if_false`` (bitwise); one MLP layer."""
     if isinstance(if_true, Word) or isinstance(if_false, Word):
         ref = if_true if isinstance(if_true, Word) else if_false
@@ -172,7 +175,7 @@ def mux(c: Circuit, cond: Bit, if_true: Word | Bit | int, if_false: Word | Bit |
     return c.formulas("mux", [mux_formula(cond, t_bit, f_bit)])[0]
 
 
-def select(c: Circuit, index: Word, options: Sequence[Word]) -> Word:
+def select(c: CircuitGraph, index: Word, options: Sequence[Word]) -> Word:
     """``options[index]`` (0 when index is past the end): one neuron per (option, bit); one layer."""
     if not options:
         raise CircuitError("select: no options")
@@ -194,7 +197,7 @@ def select(c: Circuit, index: Word, options: Sequence[Word]) -> Word:
     return Word(c, c.formulas("select", forms), options[0].signed)
 
 
-def decode(c: Circuit, a: Word) -> Word:
+def decode(c: CircuitGraph, a: Word) -> Word:
     """One-hot: bit j is ``[a == j]``; one neuron per output bit; one layer."""
     if a.width > 12:
         raise CircuitError("decode: at most 12 bits (4096 outputs)")
@@ -203,7 +206,7 @@ def decode(c: Circuit, a: Word) -> Word:
     return Word(c, c.formulas("decode", forms))
 
 
-def encode(c: Circuit, onehot: Word) -> Word:
+def encode(c: CircuitGraph, onehot: Word) -> Word:
     """Index of the set bit: bit j is the OR of the inputs whose index has bit j (OR of all set
     indices when several are set); one neuron per output bit plus a shared constant; one layer."""
     k = onehot.width
@@ -227,7 +230,7 @@ class _CarryChain:
     ``2^k T + W_k >= 2^k (theta - 1) + 1`` -- small integers, exact in float32.
     """
 
-    def __init__(self, c: Circuit, s: list[Lin], cin: Lin):
+    def __init__(self, c: CircuitGraph, s: list[Lin], cin: Lin):
         self.c = c
         self.s = s
         self.cin = cin
@@ -293,7 +296,7 @@ class _CarryChain:
         return out
 
 
-def add(c: Circuit, a: Word, b: Word, carry_in: Bit | int = 0) -> tuple[Word, Bit]:
+def add(c: CircuitGraph, a: Word, b: Word, carry_in: Bit | int = 0) -> tuple[Word, Bit]:
     """``(a + b + carry_in) mod 2^n`` and carry out: 2 MLP layers (1 if n <= chunk)."""
     if a.width != b.width:
         raise CircuitError(f"add: width mismatch {a.width} vs {b.width}")
@@ -308,7 +311,7 @@ def _flip_sign(w: Word) -> list[Bit]:
     return list(w.bits[:-1]) + [~w.bits[-1]]
 
 
-def less(c: Circuit, a: Word, b: Word, signed: bool = False) -> Bit:
+def less(c: CircuitGraph, a: Word, b: Word, signed: bool = False) -> Bit:
     """``a < b``: no carry out of ``a + ~b + 1``; signed flips both sign bits. 2 layers (1 if n <= chunk)."""
     if a.width != b.width:
         raise CircuitError(f"compare: width mismatch {a.width} vs {b.width}")
@@ -323,7 +326,7 @@ def less(c: Circuit, a: Word, b: Word, signed: bool = False) -> Bit:
 EQ_CHUNK = 4  # chunk differences stay within +-15: every gate value is exact in bfloat16 too
 
 
-def equal(c: Circuit, a: Word, b: Word) -> Bit:
+def equal(c: CircuitGraph, a: Word, b: Word) -> Bit:
     """``a == b``: one neuron against a constant; else per 4-bit chunk ``[D>=0]+[-D>=0]-1`` (D the
     chunk difference) and an AND of the chunks: 2 layers (1 up to 4 bits)."""
     if a.width != b.width:
@@ -348,7 +351,7 @@ def equal(c: Circuit, a: Word, b: Word) -> Bit:
 # ---------------------------------------------------------------------------------------------
 
 
-def shift(c: Circuit, a: Word, k: int | Word, kind: str) -> Word:
+def shift(c: CircuitGraph, a: Word, k: int | Word, kind: str) -> Word:
     """Shift/rotate. A constant amount is free (rewiring); a variable amount is one layer with one
     neuron per (amount, bit) pair. Amounts >= width give 0 (shl, shr) or the sign (sar), as PTX
     clamps them; rotates use the amount mod width (width must then be a power of two)."""
@@ -422,7 +425,7 @@ def shift(c: Circuit, a: Word, k: int | Word, kind: str) -> Word:
 _BOOTH = {0: 0, 1: 1, 2: 1, 3: 2, 4: -2, 5: -1, 6: -1, 7: 0}
 
 
-def mul(c: Circuit, a: Word, b: Word | int) -> Word:
+def mul(c: CircuitGraph, a: Word, b: Word | int) -> Word:
     """Low ``n`` bits of ``a * b`` (the same for signed and unsigned operands).
 
     Variable ``b``: one layer of Booth radix-4 rows (``n/2`` rows of ``d * a``, ``d`` in -2..2, each
@@ -483,7 +486,7 @@ def _digit_formula(v: Lin, r: int, full_low: bool) -> Formula:
                            for m in range(1, v.hi() // (1 << r) + 1)])
 
 
-def sum_columns(c: Circuit, cols: list[list[Bit]]) -> list[Bit]:
+def sum_columns(c: CircuitGraph, cols: list[list[Bit]]) -> list[Bit]:
     """``sum_c 2^c * sum(cols[c])`` mod ``2^len(cols)`` as bits.
 
     While some column holds more than two bits, one MLP layer replaces each window of ``chunk``
@@ -547,3 +550,71 @@ def sum_columns(c: Circuit, cols: list[list[Bit]]) -> list[Bit]:
     if all(bit.is_const and not bit.const for bit in y):
         return x
     return list(add(c, Word(c, x), Word(c, y))[0].bits)
+
+
+class Circuit(CircuitGraph):
+    """A circuit under construction: the graph of :mod:`ir` plus this library's operations as
+    methods, so circuits read like formulas. Build it twice and get two circuits.
+
+    Example::
+
+        c = Circuit("adder")
+        a, b = c.input("a", 32), c.input("b", 32)
+        c.output("sum", a + b)
+        compiled = compile_circuit(c, config)
+    """
+
+    # -- operations (implemented in py; thin wrappers so circuits read like formulas) ----
+    def add(self, a: Word, b: Word, carry_in: BitLike = 0) -> Word:
+        return add(self, a, b, carry_in)[0]
+
+    def add_carry(self, a: Word, b: Word, carry_in: BitLike = 0) -> tuple[Word, Bit]:
+        """``(a + b + carry_in) mod 2**n`` and the carry out."""
+        return add(self, a, b, carry_in)
+
+    def sub(self, a: Word, b: Word) -> Word:
+        return add(self, a, ~b.as_unsigned(), 1)[0]
+
+    def mul(self, a: Word, b: Word | int) -> Word:
+        return mul(self, a, b)
+
+    def bitwise(self, op: str, a: Word, b: Word) -> Word:
+        return bitwise(self, op, a, b)
+
+    def shift(self, a: Word, k: int | Word, kind: str) -> Word:
+        return shift(self, a, k, kind)
+
+    def equal(self, a: Word, b: Word) -> Bit:
+        return equal(self, a, b)
+
+    def less(self, a: Word, b: Word, signed: bool = False) -> Bit:
+        return less(self, a, b, signed)
+
+    def decode(self, a: Word) -> Word:
+        return decode(self, a)
+
+    def encode(self, onehot: Word) -> Word:
+        return encode(self, onehot)
+
+    def mux(self, cond: BitLike, if_true: Word | BitLike, if_false: Word | BitLike) -> Word | Bit:
+        return mux(self, self.bit(cond), if_true, if_false)
+
+    def select(self, index: Word, options: Sequence[Word]) -> Word:
+        return select(self, index, options)
+
+    def all_of(self, bits: Iterable[BitLike]) -> Bit:
+        return all_of(self, [self.bit(b) for b in bits])
+
+    def any_of(self, bits: Iterable[BitLike]) -> Bit:
+        return any_of(self, [self.bit(b) for b in bits])
+
+    def parity(self, bits: Iterable[BitLike]) -> Bit:
+        return parity(self, [self.bit(b) for b in bits])
+
+    def threshold(self, bits: Sequence[BitLike], weights: Sequence[int], theta: int) -> Bit:
+        """``[sum(w_i * b_i) >= theta]`` in one MLP."""
+        return threshold(self, [self.bit(b) for b in bits], weights, theta)
+
+    def lut(self, bits: Sequence[BitLike], fn: Callable[..., int]) -> Bit:
+        """Any Boolean function of a few bits in one MLP (one neuron per minterm)."""
+        return lut(self, [self.bit(b) for b in bits], fn)

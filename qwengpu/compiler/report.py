@@ -121,8 +121,7 @@ class LayoutReport:
 
 def _heads(compiled: CompiledCircuit, banks: list[MemoryNode]) -> int | None:
     try:
-        from .memory import plan_memory
-        from .schedule import placeholder_bank
+        from .memory import placeholder_bank, plan_memory
 
         plan = plan_memory(compiled.shape.config, [placeholder_bank(b, compiled.dim_of) for b in banks])
     except (ValueError, ImportError):  # pragma: no cover - report only (FitError is a ValueError)

@@ -15,12 +15,13 @@ hold the RMSNorm fillers (see :mod:`residual`).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir import Circuit, CircuitError, InputNode, MemoryNode, MlpNode, Node, Signal
-from .memory import FitError
+from .ir import CircuitError, CircuitGraph, InputNode, MemoryNode, MlpNode, Node, Signal
+from .memory import FitError, placeholder_bank
 from .mlp import LayerNeurons, NeuronSpec, lower_formula, reset_neuron
 from .residual import ResidualLayout, filler_count, plan_residual
 from .shapes import SHAPE_KEYS
@@ -68,7 +69,7 @@ def _ceil_parity(p: int, odd: bool) -> int:
     return p
 
 
-def live_signals(circuit: Circuit) -> tuple[set[int], list[Node]]:
+def live_signals(circuit: CircuitGraph) -> tuple[set[int], list[Node]]:
     """Signals that reach an output or a memory write (dead code is dropped)."""
     order = circuit.topo_nodes()
     needed: set[int] = set()
@@ -106,27 +107,7 @@ class _MemoryFit:
         plan_memory(self.shape.config, [placeholder_bank(b, counter=counter) for b in banks])
 
 
-def placeholder_bank(node: MemoryNode, dim_of: dict[Signal, int] | None = None, counter=None):
-    """The memory.MemoryBank for ``node``: dims from ``dim_of``, or distinct placeholder dims drawn
-    from ``counter`` (only the bank's shape matters for fitting)."""
-    from .memory import MemoryBank, ReadPort
-
-    counter = counter if counter is not None else iter(range(1 << 30))
-
-    def dims(sigs: list[Signal] | None) -> tuple[int, ...]:
-        if sigs is None:
-            return ()
-        return tuple(dim_of[s] if dim_of is not None else next(counter) for s in sigs)
-
-    en = None
-    if node.write_enable is not None:
-        en = dim_of[node.write_enable] if dim_of is not None else next(counter)
-    ports = tuple(ReadPort(addr=dims(p.addr), out=dims(p.out)) for p in node.ports)
-    return MemoryBank(name=node.name, rows=node.rows, width=node.width, write_addr=dims(node.write_addr),
-                      write_data=dims(node.write_data), write_enable=en, read_ports=ports)
-
-
-def place(circuit: Circuit, shape: Shape, layer_type_at, needed: set[int], order: list[Node],
+def place(circuit: CircuitGraph, shape: Shape, layer_type_at, needed: set[int], order: list[Node],
           layers: list[LayerPlan]) -> Placement:
     """Longest-path placement with per-layer neuron capacity and memory fit."""
     pos: dict[Signal, int] = {}
@@ -260,11 +241,41 @@ def allocate(placement: Placement, layers: list[LayerPlan], shape: Shape, order:
     return dim_of
 
 
+@dataclass(frozen=True)
+class CircuitIO:
+    """Where a compiled circuit's inputs and outputs live in the residual (saved with checkpoints)."""
+
+    name: str
+    inputs: tuple[tuple[str, tuple[int, ...]], ...]
+    outputs: tuple[tuple[str, tuple[int, ...]], ...]
+    residual: ResidualLayout
+    fingerprint: str
+
+    def input_dims(self, name: str) -> list[int]:
+        return list(dict(self.inputs)[name])
+
+    def output_dims(self, name: str) -> list[int]:
+        return list(dict(self.outputs)[name])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "inputs": [[n, list(d)] for n, d in self.inputs],
+                "outputs": [[n, list(d)] for n, d in self.outputs],
+                "residual": dataclasses.asdict(self.residual), "fingerprint": self.fingerprint}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CircuitIO:
+        r = d["residual"]
+        res = ResidualLayout(int(r["hidden_size"]), int(r["one_dim"]), tuple(r["filler_dims"]),
+                             tuple(r["filler_values"]), tuple(r["signal_dims"]), int(r["norm_log4"]))
+        return cls(str(d["name"]), tuple((n, tuple(x)) for n, x in d["inputs"]),
+                   tuple((n, tuple(x)) for n, x in d["outputs"]), res, str(d["fingerprint"]))
+
+
 @dataclass
 class CompiledCircuit:
     """A scheduled circuit: everything needed to write weights or explain any of them."""
 
-    circuit: Circuit
+    circuit: CircuitGraph
     shape: Shape
     layers: list[LayerPlan]
     placement: Placement
@@ -285,16 +296,9 @@ class CompiledCircuit:
     def output_dims(self, name: str) -> list[int]:
         return [self.dim_of[s] for s in self.circuit.outputs[name]]
 
-    def report(self):
-        from .report import LayoutReport
-
-        return LayoutReport.of(self)
-
     @property
     def io(self):
         """Where inputs and outputs live: all a runner (or a reloaded checkpoint) needs."""
-        from .build import CircuitIO
-
         return CircuitIO(self.circuit.name,
                          tuple((n, tuple(self.input_dims(n))) for n in self.circuit.inputs),
                          tuple((n, tuple(self.output_dims(n))) for n in self.circuit.outputs),
@@ -308,7 +312,6 @@ class CompiledCircuit:
         return cached
 
     def _fingerprint(self) -> str:
-        import dataclasses
         import hashlib
         import json
 
@@ -329,7 +332,7 @@ class CompiledCircuit:
         return hashlib.sha256(blob).hexdigest()
 
 
-def compile_circuit(circuit: Circuit, config: Any, layer_types: list[str] | str | None = None,
+def compile_circuit(circuit: CircuitGraph, config: Any, layer_types: list[str] | str | None = None,
                     reuse: bool = True) -> CompiledCircuit:
     """Schedule ``circuit`` onto stock layers of ``config``'s shape.
 

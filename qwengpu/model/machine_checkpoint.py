@@ -16,7 +16,7 @@ weight file in its sidecar) and loading reuses :func:`~qwengpu.compiler.checkpoi
 (hashes, loading report, norm weights). A corrupt or mismatching entry is rebuilt with a one-line
 warning on stderr, never trusted.
 
-What a caller gets back is the circuit's :class:`~qwengpu.compiler.build.CircuitIO` (where the
+What a caller gets back is the circuit's :class:`~qwengpu.compiler.schedule.CircuitIO` (where the
 token's bits live, the residual layout, the fingerprint), not the full ``CompiledCircuit``: that
 is all the engine and the runtimes read, and it is what the checkpoint's sidecar records.
 """
@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from qwengpu.compiler import compile_circuit
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
 from qwengpu.errors import CheckpointError
 from qwengpu.machine.circuit import MachineShape, build_machine
@@ -131,7 +132,7 @@ def _build(config, shape: MachineShape, progress: Progress = None):
     from qwengpu.compiler import build_model
 
     _note(progress, "compiling the machine circuit")
-    compiled = build_machine(shape).compile(config)
+    compiled = compile_circuit(build_machine(shape), config)
     _note(progress, f"writing the weights ({compiled.n_layers} layers)")
     model = build_model(compiled)
     if int(model.config.vocab_size) != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it

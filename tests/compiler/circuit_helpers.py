@@ -14,7 +14,7 @@ import torch
 from hypothesis import strategies as st
 from transformers import Qwen3_5TextConfig
 
-from qwengpu.compiler import Circuit, CompiledCircuit, build_model, evaluate, run, run_tokens
+from qwengpu.compiler import Circuit, CompiledCircuit, build_model, compile_circuit, evaluate, run, run_tokens
 
 M32 = (1 << 32) - 1
 
@@ -89,7 +89,7 @@ class Harness:
     model: object = field(init=False)
 
     def __post_init__(self) -> None:
-        self.compiled = self.circuit.compile(self.config)
+        self.compiled = compile_circuit(self.circuit, self.config)
         self.model = build_model(self.compiled, self.dtype)
 
     @property

@@ -12,7 +12,7 @@ from circuit_helpers import Harness, batch, small_config
 from test_circuit_compositions import regfile_circuit, regfile_inputs
 from transformers import AutoModelForCausalLM
 
-from qwengpu.compiler import Circuit, load_compiled, run, run_tokens, save_compiled
+from qwengpu.compiler import Circuit, compile_circuit, load_compiled, run, run_tokens, save_compiled
 from qwengpu.errors import CheckpointError
 
 
@@ -137,7 +137,7 @@ def test_checkpoint_of_another_circuit(copy):
     x = other.input("x", 8)
     other.output("y", x + 3)
     with pytest.raises(CheckpointError, match="fingerprint"):
-        load_compiled(copy, expect=other.compile(small_config()))
+        load_compiled(copy, expect=compile_circuit(other, small_config()))
 
 
 def test_not_a_folder(tmp_path):

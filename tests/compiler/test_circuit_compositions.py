@@ -14,7 +14,7 @@ from circuit_helpers import M32, Harness, batch, ripple_pair, signed, small_conf
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from qwengpu.compiler import Circuit
+from qwengpu.compiler import Circuit, LayoutReport, compile_circuit
 
 SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])
@@ -223,7 +223,7 @@ def test_generate_feeds_outputs_back_through_memory():
     m.write(x[:4], x)
     r = m.read(x[4:])
     c.output("y", x + r + 1)
-    compiled = c.compile(small_config(256, 1024))
+    compiled = compile_circuit(c, small_config(256, 1024))
     from qwengpu.compiler import build_model
 
     model = build_model(compiled)
@@ -260,7 +260,7 @@ def test_two_banks_share_one_deltanet_layer():
     h = Harness(c, ref, small_config())
     (layer,) = [lp for lp in h.compiled.layers if lp.banks]
     assert [b.name for b in layer.banks] == ["m1", "m2"]
-    assert h.compiled.report().layers[layer.index].heads == 2
+    assert LayoutReport.of(h.compiled).layers[layer.index].heads == 2
     widths = [("a", 3), ("d", 8), ("r1", 3), ("r2", 3)]
     h.check(batch(widths, 1500, seed=1))
     h.check(batch(widths, 64, seed=2), mode="decode")

@@ -12,7 +12,7 @@ from circuit_helpers import M32, small_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qwengpu.compiler import Circuit, CircuitError, ContractError, FitError, evaluate
+from qwengpu.compiler import Circuit, CircuitError, ContractError, FitError, compile_circuit, evaluate
 from qwengpu.compiler.residual import NORM_LOG4, filler_count, plan_residual, sum_of_squares
 
 FAST = settings(max_examples=60, deadline=None)
@@ -177,12 +177,12 @@ def test_circuit_errors():
     m2.write(x, r + 1)
     c2.output("r", r)
     with pytest.raises(CircuitError, match="cycle"):
-        c2.compile(small_config())
+        compile_circuit(c2, small_config())
     c3 = Circuit("unwritten")
     m3 = c3.memory("m", rows=2, width=1)
     c3.output("r", m3.read(c3.input("x", 1)))
     with pytest.raises(CircuitError, match="never written"):
-        c3.compile(small_config())
+        compile_circuit(c3, small_config())
 
 
 def test_memory_semantics_rows_not_power_of_two():

@@ -14,8 +14,10 @@ from circuit_helpers import M32, Harness, batch, signed, small_config
 from qwengpu.compiler import (
     Circuit,
     FitError,
+    LayoutReport,
     build_model,
     check_against,
+    compile_circuit,
     gate_margins,
     run,
     shipped_configs,
@@ -89,8 +91,8 @@ EXPECTED = {
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_layout_report(name, capsys):
     make, layers, slots, neurons = EXPECTED[name]
-    compiled = make().compile(small_config())
-    rep = compiled.report()
+    compiled = compile_circuit(make(), small_config())
+    rep = LayoutReport.of(compiled)
     with capsys.disabled():
         print("\n" + str(rep))
     assert (rep.n_layers, rep.signal_dims, rep.total_neurons) == (layers, slots, neurons), rep.summary()
@@ -111,8 +113,8 @@ def test_dead_slots_are_reused_after_a_reset():
     for _ in range(6):
         x = (x ^ k) + k
     c.output("y", x)
-    compiled = c.compile(small_config())
-    rep = compiled.report()
+    compiled = compile_circuit(c, small_config())
+    rep = LayoutReport.of(compiled)
     n_signals = len(compiled.dim_of)
     assert rep.signal_dims < n_signals / 3
     assert sum(r.resets for r in rep.layers) > 0
@@ -138,7 +140,7 @@ def test_two_shapes_same_results():
     outs = []
     for cfg in (small_config(256, 1024, linear_num_key_heads=4, linear_num_value_heads=4),
                 small_config(512, 2048)):
-        compiled = c.compile(cfg)
+        compiled = compile_circuit(c, cfg)
         outs.append(run(build_model(compiled), compiled, inp))
     for k in outs[0]:
         assert list(outs[0][k]) == list(outs[1][k])
@@ -149,26 +151,26 @@ def test_two_shapes_same_results():
 def test_circuit_built_twice_is_independent():
     c1, c2 = adder(), adder()
     assert [n.name for n in c1.nodes] == [n.name for n in c2.nodes]
-    k1, k2 = c1.compile(small_config()), c2.compile(small_config())
+    k1, k2 = compile_circuit(c1, small_config()), compile_circuit(c2, small_config())
     assert k1.fingerprint() == k2.fingerprint()
     assert not set(map(id, k1.dim_of)) & set(map(id, k2.dim_of))
 
 
 def test_fit_errors_say_what_does_not_fit():
     with pytest.raises(FitError, match="residual"):
-        adder().compile(small_config(hidden=64, intermediate=1024))
+        compile_circuit(adder(), small_config(hidden=64, intermediate=1024))
     rot = Circuit("rot")
     a, r = rot.input("a", 32), rot.input("r", 5)
     rot.output("y", a.rotl(r))
     with pytest.raises(FitError, match="intermediate_size"):
-        rot.compile(small_config(intermediate=16))
+        compile_circuit(rot, small_config(intermediate=16))
     big = Circuit("bigmem")
     m = big.memory("m", rows=64, width=512)
     m.write(big.input("wa", 6), big.input("wd", 512))
     for i in range(4):
         big.output(f"r{i}", m.read(big.input(f"ra{i}", 6)))
     with pytest.raises(FitError, match="key heads"):
-        big.compile(small_config(hidden=4096))
+        compile_circuit(big, small_config(hidden=4096))
 
 
 def test_wide_layers_spill_into_the_next_layer():
@@ -177,7 +179,7 @@ def test_wide_layers_spill_into_the_next_layer():
     a, r, q = c.input("a", 32), c.input("r", 5), c.input("q", 5)
     c.output("left", a.rotl(r))
     c.output("right", a.rotr(q))  # (rotr by r would share rotl's neurons: same gate and up rows)
-    compiled = c.compile(small_config(intermediate=1100))
+    compiled = compile_circuit(c, small_config(intermediate=1100))
     assert compiled.n_layers == 2
     assert all(len(lp.mlp) <= 1100 for lp in compiled.layers)
 
@@ -186,7 +188,7 @@ def test_wide_layers_spill_into_the_next_layer():
 def test_margins_and_magnitude_certificate(make):
     """Measured gate margins stay >= 7.25 (-96 vs -88.75) and every sum stays below 2**24."""
     c = make()
-    compiled = c.compile(small_config())
+    compiled = compile_circuit(c, small_config())
     for lp in compiled.layers:
         assert certify(neuron_rows(compiled, lp)).ok()
     model = build_model(compiled)
@@ -216,8 +218,8 @@ def test_2b_layer_shape_register_file_and_alu():
     c.output("slt", r0.as_signed() < r1.as_signed())
     c.output("sh", r0 << r1[:5])
     cfg = text_config("qwen3_5_2b_text")
-    compiled = c.compile(cfg, layer_types="config")
-    print("\n" + str(compiled.report()))
+    compiled = compile_circuit(c, cfg, layer_types="config")
+    print("\n" + str(LayoutReport.of(compiled)))
     assert compiled.n_layers <= 4
     assert all(t in ("linear_attention", "full_attention") for t in compiled.layer_types)
     for lp in compiled.layers:
@@ -239,7 +241,7 @@ def test_2b_layer_shape_register_file_and_alu():
     assert {k: list(v) for k, v in got.items()} == want
     got_dec = run(model, compiled, {k: v[:24] for k, v in inp.items()}, mode="decode")
     assert {k: list(v) for k, v in got_dec.items()} == {k: v[:24] for k, v in want.items()}
-    small = c.compile(small_config())
+    small = compile_circuit(c, small_config())
     got_small = run(build_model(small), small, inp)
     assert {k: list(v) for k, v in got_small.items()} == want
     del model
@@ -254,7 +256,7 @@ def test_layer_types_config_pattern_keeps_memory_off_full_attention():
     m.write(c.input("wa", 2), x)
     c.output("r", m.read(c.input("ra", 2)))
     cfg = small_config(num_hidden_layers=2, layer_types=["linear_attention", "full_attention"])
-    compiled = c.compile(cfg, layer_types="config")
+    compiled = compile_circuit(c, cfg, layer_types="config")
     (bank_layer,) = [lp for lp in compiled.layers if lp.banks]
     assert bank_layer.layer_type == "linear_attention"
     assert np.all(np.array(compiled.layer_types[1::2]) == "full_attention")

@@ -211,7 +211,7 @@ def _tiny_build(calls):
     """A stand-in for the machine build: a small real circuit with the machine's 16-bit tokens."""
     from transformers import Qwen3_5TextConfig
 
-    from qwengpu.compiler import Circuit, build_model
+    from qwengpu.compiler import Circuit, build_model, compile_circuit
 
     def build(config, shape, progress=None):
         calls.append(shape)
@@ -222,7 +222,7 @@ def _tiny_build(calls):
                                 num_attention_heads=4, num_key_value_heads=2, head_dim=64,
                                 linear_num_key_heads=16, linear_num_value_heads=16,
                                 linear_key_head_dim=128, linear_value_head_dim=64, vocab_size=64)
-        compiled = c.compile(cfg)
+        compiled = compile_circuit(c, cfg)
         return compiled, build_model(compiled)
 
     return build

@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from qwengpu.compiler import Circuit, build_model
+from qwengpu.compiler import Circuit, build_model, compile_circuit
 from qwengpu.runtime import FastModel, run_trace_fast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "compiler"))
@@ -35,7 +35,7 @@ def walker_model():
     m.write(x[:4], x)
     r = m.read(x[4:])
     c.output("y", x + r + 1)
-    return build_model(c.compile(small_config(256, 1024)))
+    return build_model(compile_circuit(c, small_config(256, 1024)))
 
 
 def wide_walker_model():
@@ -47,7 +47,7 @@ def wide_walker_model():
     m.write(x[:4], c.concat(x, x, x, x, x))
     r = m.read(x[4:])
     c.output("y", x + r[:8] + r[32:] + 1)
-    return build_model(c.compile(small_config(256, 1024, linear_num_value_heads=16)))
+    return build_model(compile_circuit(c, small_config(256, 1024, linear_num_value_heads=16)))
 
 
 def alu_model():
@@ -60,7 +60,7 @@ def alu_model():
     c.output("y", y + rf.read(b[2:]))
     c.output("zero", y == 0)
     c.output("lt", a.as_signed() < b.as_signed())
-    return build_model(c.compile(small_config(256, 1024)))
+    return build_model(compile_circuit(c, small_config(256, 1024)))
 
 
 @pytest.fixture(scope="module")
