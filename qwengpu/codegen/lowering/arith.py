@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import _bits, _signed, _type_of
 from qwengpu.codegen.lowering.floats import dbin, dop_write, fbin, fmods
 from qwengpu.codegen.lowering.floatseq import dminmax, flush
 from qwengpu.codegen.lowering.int64 import (
@@ -37,16 +33,14 @@ from qwengpu.codegen.lowering.operands import (
     write64,
 )
 from qwengpu.isa.instr import TRUE, Imm, P, R
-from qwengpu.ptx.ir import (
-    Instr,
-    Sink,
-)
+from qwengpu.ptx.ir import Instr, Sink
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def int_bin(cx: LowerCtx, ins: Instr, op: str, mode: str = "raw", **m: object) -> None:
+    """A two-operand 32-bit integer op as one machine op (operands read in ``mode``)."""
     t = _type_of(ins)
     d, a, b = ins.operands
     va, vb = read32(cx, a, t, ins, mode), read32(cx, b, t, ins, mode)
@@ -54,14 +48,18 @@ def int_bin(cx: LowerCtx, ins: Instr, op: str, mode: str = "raw", **m: object) -
 
 
 def ptx_add(cx: LowerCtx, ins: Instr) -> None:
+    """add/addc: by type; carries (``.cc``, ``addc``) and saturation are their own forms."""
     addsub(cx, ins, "add")
 
 
 def ptx_sub(cx: LowerCtx, ins: Instr) -> None:
+    """sub/subc: by type; carries (``.cc``, ``subc``) and saturation are their own forms."""
     addsub(cx, ins, "sub")
 
 
 def addsub(cx: LowerCtx, ins: Instr, op: str) -> None:
+    """add/sub by form: f32 op, f64 pair op (sub as a + -b), carry, saturating, window word
+    (``addw``/``subw``) or 64-bit pair, else a 32-bit word op."""
     t = _type_of(ins)
     if t == "f32":
         return fbin(cx, ins, "f" + op)
@@ -89,6 +87,7 @@ def addsub(cx: LowerCtx, ins: Instr, op: str) -> None:
 
 
 def addsub_sat(cx: LowerCtx, ins: Instr, t: str, op: str) -> None:
+    """add.sat/sub.sat.s32: the wrapped result, replaced by the limit on signed overflow."""
     if t != "s32":
         raise cx.fail(ins, f"unsupported saturating {op}.{t}")
     d, a, b = ins.operands
@@ -136,54 +135,64 @@ def carry(cx: LowerCtx, ins: Instr, t: str, op: str) -> None:
 
 
 def ptx_mul(cx: LowerCtx, ins: Instr) -> None:
+    """mul: by type (f32, f64) and form (.wide, .hi, 64-bit pairs, 32-bit words)."""
     t = _type_of(ins)
-    rnd, ftz, sat = fmods(cx, ins)
     if t == "f32":
         return fbin(cx, ins, "fmul")
     if t == "f64":
         return dbin(cx, ins, "dmul")
-    d, a, b = ins.operands
-    sg = "s" if _signed(t) else "u"
     if "wide" in ins.mods:
-        if _bits(t) == 32:
-            va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
-            kind, dlo, dhi = dest64(cx, d, ins)
-            if kind != "pair":
-                cx.into(dlo, "mulw", va, vb, sa=sg, sb=sg)
-                return
-            lo = cx.op("mul", va, vb)
-            hi = cx.op("mulhi", va, vb, sign=sg)
-            write64(cx, d, V64("pair", lo, hi), ins)
-            return
-        wt = {"s16": "s32", "u16": "u32"}[t]
-        va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
-        write32(cx, d, wt, lambda r: cx.into(r, "mul", va, vb), ins)
-        return
+        return mul_wide(cx, ins, t)
     if "hi" in ins.mods:
-        if _bits(t) == 64:
-            lo, hi = mulhi64(
-                cx, as_pair(cx, read64(cx, a, t, ins), ins),
-                as_pair(cx, read64(cx, b, t, ins), ins),
-                _signed(t),
-            )
-            write64(cx, d, V64("pair", lo, hi), ins)
-            return
-        if _bits(t) == 32:
-            return int_bin(cx, ins, "mulhi", sign=sg)
-        va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
-        p = cx.op("mul", va, vb)
-        write32(cx, d, t, lambda r: cx.into(r, "shr", p, Imm(16), sign=sg), ins)
-        return
+        return mul_hi(cx, ins, t)
     if _bits(t) == 64:
-        lo, hi = mul64(
-            cx, as_pair(cx, read64(cx, a, t, ins), ins), as_pair(cx, read64(cx, b, t, ins), ins)
-        )
-        write64(cx, d, V64("pair", lo, hi), ins)
-        return
+        d, a, b = ins.operands
+        lo, hi = mul64(cx, pair_of(cx, a, t, ins), pair_of(cx, b, t, ins))
+        return write64(cx, d, V64("pair", lo, hi), ins)
     int_bin(cx, ins, "mul")
 
 
+def pair_of(cx: LowerCtx, a: object, t: str, ins: Instr) -> tuple[R | Imm, R | Imm]:
+    """A 64-bit integer operand as a register pair."""
+    return as_pair(cx, read64(cx, a, t, ins), ins)
+
+
+def mul_wide(cx: LowerCtx, ins: Instr, t: str) -> None:
+    """mul.wide.{s,u}{16,32}: a 32-bit product into a window word or a pair; 16-bit: one word."""
+    d, a, b = ins.operands
+    sg = "s" if _signed(t) else "u"
+    if _bits(t) == 32:
+        va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
+        kind, dlo, dhi = dest64(cx, d, ins)
+        if kind != "pair":
+            cx.into(dlo, "mulw", va, vb, sa=sg, sb=sg)
+            return
+        lo = cx.op("mul", va, vb)
+        hi = cx.op("mulhi", va, vb, sign=sg)
+        write64(cx, d, V64("pair", lo, hi), ins)
+        return
+    wt = {"s16": "s32", "u16": "u32"}[t]
+    va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
+    write32(cx, d, wt, lambda r: cx.into(r, "mul", va, vb), ins)
+
+
+def mul_hi(cx: LowerCtx, ins: Instr, t: str) -> None:
+    """mul.hi: the high half of the double-width product (64-bit: limbs; 16-bit: a shift)."""
+    d, a, b = ins.operands
+    sg = "s" if _signed(t) else "u"
+    if _bits(t) == 64:
+        lo, hi = mulhi64(cx, pair_of(cx, a, t, ins), pair_of(cx, b, t, ins), _signed(t))
+        write64(cx, d, V64("pair", lo, hi), ins)
+        return
+    if _bits(t) == 32:
+        return int_bin(cx, ins, "mulhi", sign=sg)
+    va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
+    p = cx.op("mul", va, vb)
+    write32(cx, d, t, lambda r: cx.into(r, "shr", p, Imm(16), sign=sg), ins)
+
+
 def mul24(cx: LowerCtx, ins: Instr, a: object, b: object, t: str) -> R:
+    """The 24-bit product (``.lo``: low 32 bits; ``.hi``: bits 16..47) of sign/zero-truncated operands."""
     sg = "s" if t == "s32" else "u"
     va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
     if sg == "s":
@@ -198,6 +207,7 @@ def mul24(cx: LowerCtx, ins: Instr, a: object, b: object, t: str) -> R:
 
 
 def ptx_mul24(cx: LowerCtx, ins: Instr) -> None:
+    """mul24.{lo,hi}.{s32,u32}."""
     t = _type_of(ins)
     d, a, b = ins.operands
     v = mul24(cx, ins, a, b, t)
@@ -205,6 +215,7 @@ def ptx_mul24(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_mad24(cx: LowerCtx, ins: Instr) -> None:
+    """mad24: the mul24 product plus the addend."""
     t = _type_of(ins)
     d, a, b, c = ins.operands
     v = mul24(cx, ins, a, b, t)
@@ -213,9 +224,10 @@ def ptx_mad24(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_mad(cx: LowerCtx, ins: Instr) -> None:
+    """mad/fma: by type (f32, f64) and form (.wide, .hi, 64-bit pairs, 32-bit words)."""
     t = _type_of(ins)
-    rnd, ftz, sat = fmods(cx, ins)
     if t == "f32":
+        rnd, ftz, sat = fmods(cx, ins)
         d, a, b, c = ins.operands
         va, vb, vc = (read32(cx, x, "f32", ins) for x in (a, b, c))
         write32(cx, d, "f32", lambda r: cx.into(r, "ffma", va, vb, vc, rnd=rnd, ftz=ftz, sat=sat), ins)
@@ -223,66 +235,74 @@ def ptx_mad(cx: LowerCtx, ins: Instr) -> None:
     if t == "f64":
         d, a, b, c = ins.operands
         pa, pb, pc = dpair(cx, a, ins), dpair(cx, b, ins), dpair(cx, c, ins)
-        return dop_write(cx, ins, d, "dfma", pa, pb, pc, rnd=rnd)
+        return dop_write(cx, ins, d, "dfma", pa, pb, pc, rnd=fmods(cx, ins)[0])
     d, a, b, c = ins.operands
-    sg = "s" if _signed(t) else "u"
     if "wide" in ins.mods:
-        if _bits(t) == 32:
-            va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
-            wt = "s64" if sg == "s" else "u64"
-            vc = read64(cx, c, wt, ins)
-            kind, dlo, _ = dest64(cx, d, ins)
-            if kind != "pair":
-                m = cx.op("mulw", va, vb, sa=sg, sb=sg)
-                wc, sc, _ = as_w(cx, vc, ins)
-                cx.into(dlo, "addw", m, wc, sa="s", sb=sc)
-                return
-            lo = cx.op("mul", va, vb)
-            hi = cx.op("mulhi", va, vb, sign=sg)
-            rl, rh = add64(cx, (lo, hi), as_pair(cx, vc, ins))
-            write64(cx, d, V64("pair", rl, rh), ins)
-            return
-        wt = {"s16": "s32", "u16": "u32"}[t]
-        va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
-        vc = read32(cx, c, wt, ins)
-        p = cx.op("mul", va, vb)
-        write32(cx, d, wt, lambda r: cx.into(r, "add", p, vc), ins)
-        return
+        return mad_wide(cx, ins, t)
     if "hi" in ins.mods:
-        if "sat" in ins.mods:
-            raise cx.fail(ins, "unsupported mad.hi.sat")
-        if _bits(t) == 64:
-            ph = mulhi64(
-                cx, as_pair(cx, read64(cx, a, t, ins), ins),
-                as_pair(cx, read64(cx, b, t, ins), ins),
-                _signed(t),
-            )
-            rl, rh = add64(cx, ph, as_pair(cx, read64(cx, c, t, ins), ins))
-            write64(cx, d, V64("pair", rl, rh), ins)
-            return
-        va, vb, vc = (read32(cx, x, t, ins) for x in (a, b, c))
-        if _bits(t) == 32:
-            h = cx.op("mulhi", va, vb, sign=sg)
-        else:
-            h = cx.op("shr", cx.op("mul", va, vb), Imm(16), sign=sg)
-        write32(cx, d, t, lambda r: cx.into(r, "add", h, vc), ins)
-        return
+        return mad_hi(cx, ins, t)
     if _bits(t) == 64:
-        pl = mul64(
-            cx, as_pair(cx, read64(cx, a, t, ins), ins), as_pair(cx, read64(cx, b, t, ins), ins)
-        )
-        rl, rh = add64(cx, pl, as_pair(cx, read64(cx, c, t, ins), ins))
+        pl = mul64(cx, pair_of(cx, a, t, ins), pair_of(cx, b, t, ins))
+        rl, rh = add64(cx, pl, pair_of(cx, c, t, ins))
         write64(cx, d, V64("pair", rl, rh), ins)
         return
     va, vb, vc = (read32(cx, x, t, ins, "raw") for x in (a, b, c))
     write32(cx, d, t, lambda r: cx.into(r, "mad", va, vb, vc), ins)
 
 
+def mad_wide(cx: LowerCtx, ins: Instr, t: str) -> None:
+    """mad.wide: a window word (mulw + addw) when the destination is one, else pair arithmetic."""
+    d, a, b, c = ins.operands
+    sg = "s" if _signed(t) else "u"
+    if _bits(t) == 32:
+        va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
+        wt = "s64" if sg == "s" else "u64"
+        vc = read64(cx, c, wt, ins)
+        kind, dlo, _ = dest64(cx, d, ins)
+        if kind != "pair":
+            m = cx.op("mulw", va, vb, sa=sg, sb=sg)
+            wc, sc, _ = as_w(cx, vc, ins)
+            cx.into(dlo, "addw", m, wc, sa="s", sb=sc)
+            return
+        lo = cx.op("mul", va, vb)
+        hi = cx.op("mulhi", va, vb, sign=sg)
+        rl, rh = add64(cx, (lo, hi), as_pair(cx, vc, ins))
+        write64(cx, d, V64("pair", rl, rh), ins)
+        return
+    wt = {"s16": "s32", "u16": "u32"}[t]
+    va, vb = read32(cx, a, t, ins), read32(cx, b, t, ins)
+    vc = read32(cx, c, wt, ins)
+    p = cx.op("mul", va, vb)
+    write32(cx, d, wt, lambda r: cx.into(r, "add", p, vc), ins)
+
+
+def mad_hi(cx: LowerCtx, ins: Instr, t: str) -> None:
+    """mad.hi: the high half of the product plus the addend."""
+    d, a, b, c = ins.operands
+    sg = "s" if _signed(t) else "u"
+    if "sat" in ins.mods:
+        raise cx.fail(ins, "unsupported mad.hi.sat")
+    if _bits(t) == 64:
+        ph = mulhi64(cx, pair_of(cx, a, t, ins), pair_of(cx, b, t, ins), _signed(t))
+        rl, rh = add64(cx, ph, pair_of(cx, c, t, ins))
+        write64(cx, d, V64("pair", rl, rh), ins)
+        return
+    va, vb, vc = (read32(cx, x, t, ins) for x in (a, b, c))
+    if _bits(t) == 32:
+        h = cx.op("mulhi", va, vb, sign=sg)
+    else:
+        h = cx.op("shr", cx.op("mul", va, vb), Imm(16), sign=sg)
+    write32(cx, d, t, lambda r: cx.into(r, "add", h, vc), ins)
+
+
 def ptx_fma(cx: LowerCtx, ins: Instr) -> None:
+    """fma: the same lowering as mad."""
     ptx_mad(cx, ins)
 
 
 def ptx_div(cx: LowerCtx, ins: Instr) -> None:
+    """div: f32 (``.approx`` as a reciprocal then a product; ``.full`` as rn), f64 pair op, integers
+    with a division-by-zero trap."""
     t = _type_of(ins)
     rnd, ftz, _ = fmods(cx, ins)
     d, a, b = ins.operands
@@ -302,10 +322,12 @@ def ptx_div(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_rem(cx: LowerCtx, ins: Instr) -> None:
+    """rem: the integer remainder (division-by-zero trap)."""
     intdiv(cx, ins, _type_of(ins), False)
 
 
 def intdiv(cx: LowerCtx, ins: Instr, t: str, quotient: bool) -> None:
+    """Integer quotient or remainder: one ``idiv``/``irem``, or the 64-bit pair loop; traps on /0."""
     d, a, b = ins.operands
     if _bits(t) == 64:
         n = as_pair(cx, read64(cx, a, t, ins), ins)
@@ -322,6 +344,7 @@ def intdiv(cx: LowerCtx, ins: Instr, t: str, quotient: bool) -> None:
 
 
 def ptx_abs(cx: LowerCtx, ins: Instr) -> None:
+    """abs: floats clear the sign bit (f32 ftz flushes first); integers take max(x, -x)."""
     t = _type_of(ins)
     _, ftz, _ = fmods(cx, ins)
     d, a = ins.operands
@@ -347,6 +370,7 @@ def ptx_abs(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_neg(cx: LowerCtx, ins: Instr) -> None:
+    """neg: floats flip the sign bit (f32 ftz flushes first); integers negate."""
     t = _type_of(ins)
     _, ftz, _ = fmods(cx, ins)
     d, a = ins.operands
@@ -369,6 +393,7 @@ def ptx_neg(cx: LowerCtx, ins: Instr) -> None:
 
 
 def minmax(cx: LowerCtx, ins: Instr, op: str) -> None:
+    """min/max by type: f32 op, f64 bit sequence, 64-bit compare and select, else one op."""
     t = _type_of(ins)
     _, ftz, _ = fmods(cx, ins)
     d, a, b = ins.operands
@@ -391,8 +416,10 @@ def minmax(cx: LowerCtx, ins: Instr, op: str) -> None:
 
 
 def ptx_min(cx: LowerCtx, ins: Instr) -> None:
+    """min: see ``minmax``."""
     minmax(cx, ins, "min")
 
 
 def ptx_max(cx: LowerCtx, ins: Instr) -> None:
+    """max: see ``minmax``."""
     minmax(cx, ins, "max")

@@ -6,12 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.arith import int_bin
-from qwengpu.codegen.lowering.common import (
-    M32,
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import M32, _bits, _signed, _type_of
 from qwengpu.codegen.lowering.int64 import clz64, cmp64, shl64, shr64
 from qwengpu.codegen.lowering.operands import (
     V64,
@@ -28,19 +23,16 @@ from qwengpu.codegen.lowering.operands import (
     writep,
 )
 from qwengpu.isa.instr import POISON, TRUE, Imm, R
-from qwengpu.ptx.ir import (
-    Imm as PImm,
-)
-from qwengpu.ptx.ir import (
-    Instr,
-    Reg,
-)
+from qwengpu.ptx.ir import Imm as PImm
+from qwengpu.ptx.ir import Instr, Reg
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def logic(cx: LowerCtx, ins: Instr, op: str) -> None:
+    """and/or/xor by form: predicates, a small mask on a window offset (stays a window, POISON
+    kept), an sx/zx word, a 64-bit pair, else one word op."""
     t = _type_of(ins)
     d, a, b = ins.operands
     if t == "pred":
@@ -67,18 +59,22 @@ def logic(cx: LowerCtx, ins: Instr, op: str) -> None:
 
 
 def ptx_and(cx: LowerCtx, ins: Instr) -> None:
+    """and: see ``logic``."""
     logic(cx, ins, "and")
 
 
 def ptx_or(cx: LowerCtx, ins: Instr) -> None:
+    """or: see ``logic``."""
     logic(cx, ins, "or")
 
 
 def ptx_xor(cx: LowerCtx, ins: Instr) -> None:
+    """xor: see ``logic``."""
     logic(cx, ins, "xor")
 
 
 def ptx_not(cx: LowerCtx, ins: Instr) -> None:
+    """not: predicates, 64-bit pairs, words."""
     t = _type_of(ins)
     d, a = ins.operands
     if t == "pred":
@@ -94,6 +90,7 @@ def ptx_not(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_cnot(cx: LowerCtx, ins: Instr) -> None:
+    """cnot: 1 if the operand is zero, else 0."""
     t = _type_of(ins)
     d, a = ins.operands
     if _bits(t) == 64:
@@ -107,6 +104,7 @@ def ptx_cnot(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_lop3(cx: LowerCtx, ins: Instr) -> None:
+    """lop3.b32: the truth table as a Shannon expansion on a (sums of products over b, c)."""
     d, a, b, c, lut = ins.operands
     if not isinstance(lut, PImm):
         raise cx.fail(ins, "lop3 needs an immediate truth table")
@@ -139,6 +137,7 @@ def ptx_lop3(cx: LowerCtx, ins: Instr) -> None:
 
 
 def shift(cx: LowerCtx, ins: Instr, left: bool) -> None:
+    """shl/shr: a constant left shift of a window offset is a ``mulw``; 64-bit pairs; words."""
     t = _type_of(ins)
     d, a, b = ins.operands
     vb = read32(cx, b, "u32", ins)
@@ -165,14 +164,17 @@ def shift(cx: LowerCtx, ins: Instr, left: bool) -> None:
 
 
 def ptx_shl(cx: LowerCtx, ins: Instr) -> None:
+    """shl: see ``shift``."""
     shift(cx, ins, True)
 
 
 def ptx_shr(cx: LowerCtx, ins: Instr) -> None:
+    """shr: see ``shift``."""
     shift(cx, ins, False)
 
 
 def ptx_shf(cx: LowerCtx, ins: Instr) -> None:
+    """shf.{l,r}.{wrap,clamp}: a funnel shift of b:a."""
     left = "l" in ins.mods
     wrap = "wrap" in ins.mods
     d, a, b, c = ins.operands
@@ -188,6 +190,7 @@ def ptx_shf(cx: LowerCtx, ins: Instr) -> None:
 
 
 def unary_bits(cx: LowerCtx, ins: Instr, op: str) -> None:
+    """popc/clz/brev on words or 64-bit pairs."""
     t = _type_of(ins)
     d, a = ins.operands
     if _bits(t) == 64:
@@ -209,18 +212,22 @@ def unary_bits(cx: LowerCtx, ins: Instr, op: str) -> None:
 
 
 def ptx_popc(cx: LowerCtx, ins: Instr) -> None:
+    """popc: see ``unary_bits``."""
     unary_bits(cx, ins, "popc")
 
 
 def ptx_clz(cx: LowerCtx, ins: Instr) -> None:
+    """clz: see ``unary_bits``."""
     unary_bits(cx, ins, "clz")
 
 
 def ptx_brev(cx: LowerCtx, ins: Instr) -> None:
+    """brev: see ``unary_bits``."""
     unary_bits(cx, ins, "brev")
 
 
 def ptx_bfind(cx: LowerCtx, ins: Instr) -> None:
+    """bfind: the most significant non-sign bit from clz (-1 when none; ``.shiftamt``: the count)."""
     t = _type_of(ins)
     sa = "shiftamt" in ins.mods
     d, a = ins.operands
@@ -246,6 +253,7 @@ def ptx_bfind(cx: LowerCtx, ins: Instr) -> None:
 
 
 def bfe32(cx: LowerCtx, x: R | Imm, pos: R | Imm, ln: R | Imm, signed: bool) -> R:
+    """bfe on a 32-bit word: position and length from their low bytes, sign fill when signed."""
     p = cx.op("and", pos, Imm(0xFF))
     n = cx.op("and", ln, Imm(0xFF))
     sh = cx.op("shr", x, p)
@@ -264,6 +272,7 @@ def bfe32(cx: LowerCtx, x: R | Imm, pos: R | Imm, ln: R | Imm, signed: bool) -> 
 
 
 def ptx_bfe(cx: LowerCtx, ins: Instr) -> None:
+    """bfe.{s32,u32} (64-bit bfe is a machine limit)."""
     t = _type_of(ins)
     d, a, b, c = ins.operands
     if _bits(t) != 32:
@@ -275,6 +284,7 @@ def ptx_bfe(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_bfi(cx: LowerCtx, ins: Instr) -> None:
+    """bfi: 32-bit with register position/length; 64-bit with constant ones as word masks."""
     t = _type_of(ins)
     d, a, b, c, e = ins.operands
     vc, ve = read32(cx, c, "u32", ins), read32(cx, e, "u32", ins)
@@ -310,6 +320,7 @@ def ptx_bfi(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_prmt(cx: LowerCtx, ins: Instr) -> None:
+    """prmt.b32: every result byte picked from b:a by the selector (generic mode) or by a mode's rule."""
     mode = next((x for x in ins.mods if x in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
     d, a, b, c = ins.operands
     va, vb, vc = (read32(cx, x, "b32", ins) for x in (a, b, c))
@@ -338,9 +349,7 @@ def ptx_prmt(cx: LowerCtx, ins: Instr) -> None:
             else:
                 sel_r = cx.op("and", cx.op("shr", vc, Imm(4 * i)), Imm(0xF))
                 byte = src_byte(cx.op("and", sel_r, Imm(7)))
-                rep = cx.op(
-                    "and", cx.op("shr", cx.op("shl", byte, Imm(24)), Imm(31), sign="s"), Imm(0xFF)
-                )
+                rep = cx.op("and", cx.op("shr", cx.op("shl", byte, Imm(24)), Imm(31), sign="s"), Imm(0xFF))
                 byte = cx.sel(rep, byte, cx.setp("ne", cx.op("and", sel_r, Imm(8)), Imm(0)))
         else:
             n = cx.op("and", vc, Imm(3))

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from qwengpu.errors import PTXError
-from qwengpu.ptx.ir import (
-    TYPE_SIZES,
-    TYPES,
-    Instr,
-)
+from qwengpu.ptx.ir import TYPE_SIZES, TYPES, Instr
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
@@ -23,14 +19,17 @@ SR32 = {
 
 
 def _bits(t: str) -> int:
+    """The width of a PTX type in bits."""
     return TYPE_SIZES[t] * 8
 
 
 def _signed(t: str) -> bool:
+    """Is the PTX type signed (``s8`` ... ``s64``)?"""
     return t.startswith("s")
 
 
 def _type_of(ins: Instr) -> str:
+    """The instruction's operand type: its last type modifier."""
     for m in reversed(ins.mods):
         if m in TYPES:
             return m
@@ -38,5 +37,5 @@ def _type_of(ins: Instr) -> str:
 
 
 def _align(x: int, a: int) -> int:
+    """``x`` rounded up to a multiple of ``a``."""
     return (x + a - 1) // a * a if a > 1 else x
-

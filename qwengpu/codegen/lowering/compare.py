@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    M32,
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import M32, _bits, _signed, _type_of
 from qwengpu.codegen.lowering.int64 import cmp64
 from qwengpu.codegen.lowering.operands import (
     V64,
@@ -26,21 +21,15 @@ from qwengpu.codegen.lowering.operands import (
 )
 from qwengpu.errors import PTXError
 from qwengpu.isa.instr import TRUE, Imm, P
-from qwengpu.ptx.ir import (
-    TYPES,
-    Instr,
-    Pair,
-    Reg,
-)
-from qwengpu.ptx.ir import (
-    Imm as PImm,
-)
+from qwengpu.ptx.ir import TYPES, Instr, Pair, Reg
+from qwengpu.ptx.ir import Imm as PImm
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def int_cmp(cx: LowerCtx, cmp: str, t: str) -> tuple[str, str]:
+    """A PTX integer comparison as (machine cmp, signedness): lo/ls/hi/hs are unsigned."""
     unsigned = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
     if cmp in unsigned:
         return unsigned[cmp], "u"
@@ -95,6 +84,7 @@ def compare(
 
 
 def ptx_setp(cx: LowerCtx, ins: Instr) -> None:
+    """setp (one or two predicate destinations, optional boolean combination)."""
     t = _type_of(ins)
     cmp = ins.mods[0]
     bop = next((x for x in ins.mods[1:] if x in ("and", "or", "xor")), None)
@@ -115,6 +105,7 @@ def ptx_setp(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_set(cx: LowerCtx, ins: Instr) -> None:
+    """set: a compare as all-ones (f32: 1.0) or 0 in an integer/float register."""
     cmp = ins.mods[0]
     types = [m for m in ins.mods if m in TYPES]
     dt, st = types[0], types[-1]
@@ -125,6 +116,7 @@ def ptx_set(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_selp(cx: LowerCtx, ins: Instr) -> None:
+    """selp: pair selects, window selects (both sides made windows of the same base), words."""
     t = _type_of(ins)
     d, a, b, c = ins.operands
     p = readp(cx, c, ins)
@@ -149,6 +141,7 @@ def ptx_selp(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_slct(cx: LowerCtx, ins: Instr) -> None:
+    """slct: a or b by the sign of c (f32 c: c >= 0, so -0 selects a)."""
     types = [m for m in ins.mods if m in TYPES]
     dt, ct = types[0], types[-1]
     d, a, b, c = ins.operands

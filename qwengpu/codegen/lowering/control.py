@@ -5,17 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.operands import readp
-from qwengpu.ptx.ir import (
-    Instr,
-    Label,
-    Neg,
-)
+from qwengpu.ptx.ir import Instr, Label, Neg
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def ptx_bra(cx: LowerCtx, ins: Instr) -> None:
+    """bra to a PTX label (guarded: the guard predicate is the branch's own)."""
     tgt = ins.operands[0]
     if not isinstance(tgt, Label) or tgt.name not in cx.ptx_label:
         raise cx.fail(ins, "indirect branch is not supported")
@@ -26,10 +23,12 @@ def ptx_bra(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_ret(cx: LowerCtx, ins: Instr) -> None:
+    """ret/exit: the lane stops (``.func`` bodies are inlined, so ret ends the kernel)."""
     cx.emit("exit")
 
 
 def ptx_bar(cx: LowerCtx, ins: Instr) -> None:
+    """bar.sync/barrier: a machine barrier; ``.warp``/``.arrive`` are no-ops; ``.red`` is refused."""
     if "red" in ins.mods:
         # the machine's ``bar`` carries no value: lowering it as a plain barrier would leave the
         # result register unwritten (silently wrong), so refuse it by name
@@ -40,4 +39,5 @@ def ptx_bar(cx: LowerCtx, ins: Instr) -> None:
 
 
 def nop(cx: LowerCtx, ins: Instr) -> None:
+    """Fences, prefetches and hints: the machine has nothing to do for them."""
     return None

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    INT_ROUNDING,
-    M32,
-    ROUNDING,
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import INT_ROUNDING, M32, ROUNDING, _bits, _signed, _type_of
 from qwengpu.codegen.lowering.floats import dop_write, f64_trap
 from qwengpu.codegen.lowering.floatseq import drnd, f2i64, i2f64
 from qwengpu.codegen.lowering.operands import (
@@ -28,18 +21,18 @@ from qwengpu.codegen.lowering.operands import (
     write64,
 )
 from qwengpu.isa.instr import Imm, R
-from qwengpu.ptx.ir import (
-    TYPES,
-    Instr,
-    Reg,
-)
+from qwengpu.ptx.ir import TYPES, Instr, Reg
 from qwengpu.simt.memory import LOCAL_WINDOW, SHARED_WINDOW
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
+NORM = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}
+
+
 def ptx_cvt(cx: LowerCtx, ins: Instr) -> None:
+    """cvt: by the (destination, source) type pair."""
     types = [m for m in ins.mods if m in TYPES]
     if len(types) != 2:
         raise cx.fail(ins, "cvt needs a destination and a source type")
@@ -52,54 +45,68 @@ def ptx_cvt(cx: LowerCtx, ins: Instr) -> None:
         raise cx.limit(ins, "half-precision conversion")
     if dt == "f64" or st == "f64":
         return cvt_f64(cx, ins, d, a, dt, st, rnd, ftz, sat)
-    norm = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}
     if dt == "f32" and st == "f32":
-        va = read32(cx, a, "f32", ins)
-        if rnd in INT_ROUNDING:
-            write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, irnd=rnd, ftz=ftz), ins)
-        elif sat:
-            write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, ftz=ftz, sat=True), ins)
-        elif ftz:
-            write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, ftz=True), ins)
+        return cvt_f32_f32(cx, ins, d, a, rnd, ftz, sat)
+    if dt == "f32":
+        return cvt_i2f(cx, ins, d, a, st, rnd, sat)
+    if st == "f32":
+        return cvt_f2i(cx, ins, d, a, dt, rnd, ftz)
+    cvt_int(cx, ins, d, a, dt, st, sat)
+
+
+def cvt_f32_f32(
+    cx: LowerCtx, ins: Instr, d: object, a: object, rnd: str | None, ftz: bool, sat: bool
+) -> None:
+    """cvt.f32.f32: rounding to integral, saturation or flushing as one ``frnd``; else a move."""
+    va = read32(cx, a, "f32", ins)
+    if rnd in INT_ROUNDING:
+        write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, irnd=rnd, ftz=ftz), ins)
+    elif sat:
+        write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, ftz=ftz, sat=True), ins)
+    elif ftz:
+        write32(cx, d, "f32", lambda r: cx.into(r, "frnd", va, ftz=True), ins)
+    else:
+        write32v(cx, d, "f32", va, ins)
+
+
+def cvt_i2f(cx: LowerCtx, ins: Instr, d: object, a: object, st: str, rnd: str | None, sat: bool) -> None:
+    """cvt.f32.{integer}: ``i2f`` (64-bit sources: a rounding sequence on the pair)."""
+    sname = NORM.get(st, st)
+    r0 = rnd if rnd in ROUNDING else "rn"
+    if _bits(sname) == 64:
+        v = i2f64(cx, as_pair(cx, read64(cx, a, st, ins), ins), _signed(sname), r0)
+    else:
+        va = read32(cx, a, sname, ins, "ext")
+        v = cx.op("i2f", va, sign="s" if _signed(sname) else "u", rnd=r0)
+    if sat:
+        v = cx.op("frnd", v, sat=True)
+    write32v(cx, d, "f32", v, ins)
+
+
+def cvt_f2i(cx: LowerCtx, ins: Instr, d: object, a: object, dt: str, rnd: str | None, ftz: bool) -> None:
+    """cvt.{integer}.f32: ``f2i`` saturating to the destination's range (64-bit: a pair sequence)."""
+    dname = NORM.get(dt, dt)
+    r = rnd if rnd in INT_ROUNDING else "rzi"
+    va = read32(cx, a, "f32", ins)
+    if _bits(dname) == 64:
+        lo, hi = f2i64(cx, va, _signed(dname), r, ftz)
+        write64(cx, d, V64("pair", lo, hi), ins)
+        return
+    sg = "s" if _signed(dname) else "u"
+    v = cx.op("f2i", va, sign=sg, irnd=r, ftz=ftz)
+    if _bits(dname) < 32:
+        n = _bits(dname)
+        lo_, hi_ = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if sg == "s" else (0, (1 << n) - 1)
+        if sg == "s":
+            v = cx.op("min", cx.op("max", v, Imm(lo_), sign="s"), Imm(hi_), sign="s")
         else:
-            write32v(cx, d, "f32", va, ins)
-        return
-    if dt == "f32":  # from an integer
-        sname = norm.get(st, st)
-        r0 = rnd if rnd in ROUNDING else "rn"
-        if _bits(sname) == 64:
-            v = i2f64(cx, as_pair(cx, read64(cx, a, st, ins), ins), _signed(sname), r0)
-        else:
-            va = read32(cx, a, sname, ins, "ext")
-            v = cx.op("i2f", va, sign="s" if _signed(sname) else "u", rnd=r0)
-        if sat:
-            v = cx.op("frnd", v, sat=True)
-        write32v(cx, d, "f32", v, ins)
-        return
-    if st == "f32":  # to an integer
-        dname = norm.get(dt, dt)
-        r = rnd if rnd in INT_ROUNDING else "rzi"
-        va = read32(cx, a, "f32", ins)
-        if _bits(dname) == 64:
-            lo, hi = f2i64(cx, va, _signed(dname), r, ftz)
-            write64(cx, d, V64("pair", lo, hi), ins)
-            return
-        sg = "s" if _signed(dname) else "u"
-        v = cx.op("f2i", va, sign=sg, irnd=r, ftz=ftz)
-        if _bits(dname) < 32:
-            lo_, hi_ = (
-                (-(1 << (_bits(dname) - 1)), (1 << (_bits(dname) - 1)) - 1)
-                if sg == "s"
-                else (0, (1 << _bits(dname)) - 1)
-            )
-            if sg == "s":
-                v = cx.op("min", cx.op("max", v, Imm(lo_), sign="s"), Imm(hi_), sign="s")
-            else:
-                v = cx.op("min", v, Imm(hi_), sign="u")
-        write32v(cx, d, dt, v, ins, clean=True)
-        return
-    # integer -> integer
-    dn, sn = norm.get(dt, dt), norm.get(st, st)
+            v = cx.op("min", v, Imm(hi_), sign="u")
+    write32v(cx, d, dt, v, ins, clean=True)
+
+
+def cvt_int(cx: LowerCtx, ins: Instr, d: object, a: object, dt: str, st: str, sat: bool) -> None:
+    """cvt between integer types: extension, truncation, saturation."""
+    dn, sn = NORM.get(dt, dt), NORM.get(st, st)
     if sat:
         return cvt_sat(cx, ins, d, a, dt, st, dn, sn)
     if _bits(dt) == 64:
@@ -119,6 +126,7 @@ def ptx_cvt(cx: LowerCtx, ins: Instr) -> None:
 
 
 def cvt_sat(cx: LowerCtx, ins: Instr, d: object, a: object, dt: str, st: str, dn: str, sn: str) -> None:
+    """Saturating integer -> integer conversion of 32 bits or fewer: a clamp."""
     bits_d = _bits(dn)
     lo = -(1 << (bits_d - 1)) if _signed(dn) else 0
     hi = (1 << (bits_d - 1)) - 1 if _signed(dn) else (1 << bits_d) - 1
@@ -191,6 +199,7 @@ def cvt_f64(
 
 
 def ptx_cvta(cx: LowerCtx, ins: Instr) -> None:
+    """cvta between the generic and a state space: a window value rebased, or a pair offset."""
     t = _type_of(ins)
     to = "to" in ins.mods
     space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)

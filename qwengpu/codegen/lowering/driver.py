@@ -8,17 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    APPROX_ONLY,
-)
+from qwengpu.codegen.lowering.common import APPROX_ONLY
 from qwengpu.codegen.lowering.operands import readp
 from qwengpu.codegen.lowering.table import RULES
 from qwengpu.errors import PTXError
 from qwengpu.isa.instr import TRUE, MInstr, P, R, validate
 from qwengpu.isa.program import Program
-from qwengpu.ptx.ir import (
-    Neg,
-)
+from qwengpu.ptx.ir import Neg
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
@@ -28,6 +24,7 @@ SIDE_EFFECTS = ("ld", "st", "atom", "trap", "bar", "exit", "vote", "ballot", "sh
 
 
 def lower(cx: LowerCtx) -> Program:
+    """The machine program of the context's kernel: every instruction through its rule."""
     fn = cx.fn
     by_index: dict[int, list[str]] = {}
     for lb, idx in fn.labels.items():
@@ -59,6 +56,7 @@ def lower(cx: LowerCtx) -> Program:
 
 
 def is_temp(cx: LowerCtx, x: object) -> bool:
+    """Is ``x`` a temporary of the lowering (not a PTX register)?"""
     if isinstance(x, R):
         return x.n in cx.temps_r
     if isinstance(x, P):
@@ -99,6 +97,7 @@ def apply_guard(cx: LowerCtx, start: int, g: P) -> None:
 
 
 def layout_code(cx: LowerCtx, starts: list[int], approx: list[str]) -> Program:
+    """Resolve labels to program counters and package the program with its PTX ranges."""
     final: list[MInstr] = []
     label_pc: dict[int, int] = {}
     pc_of = []

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    ROUNDING,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import ROUNDING, _type_of
 from qwengpu.codegen.lowering.floatseq import dop, frsqrt
 from qwengpu.codegen.lowering.operands import (
     V64,
@@ -22,20 +19,20 @@ from qwengpu.codegen.lowering.operands import (
     writep,
 )
 from qwengpu.isa.instr import Imm, P
-from qwengpu.ptx.ir import (
-    Instr,
-)
+from qwengpu.ptx.ir import Instr
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def fmods(cx: LowerCtx, ins: Instr) -> tuple[str, bool, bool]:
+    """(rounding mode, ftz, sat) of a float instruction."""
     rnd = next((m for m in ins.mods if m in ROUNDING), None)
     return rnd or "rn", "ftz" in ins.mods, "sat" in ins.mods
 
 
 def fbin(cx: LowerCtx, ins: Instr, op: str) -> None:
+    """A two-operand f32 instruction as the machine op ``op``."""
     rnd, ftz, sat = fmods(cx, ins)
     d, a, b = ins.operands
     va, vb = read32(cx, a, "f32", ins), read32(cx, b, "f32", ins)
@@ -43,6 +40,7 @@ def fbin(cx: LowerCtx, ins: Instr, op: str) -> None:
 
 
 def dop_write(cx: LowerCtx, ins: Instr, d: object, op: str, *pairs: tuple, **m: object) -> None:
+    """The pair op ``op`` over the source pairs, written to the 64-bit destination ``d``."""
     lo, hi = dop(cx, op, *pairs, **m)
     write64(cx, d, V64("pair", lo, hi), ins)
 
@@ -65,6 +63,7 @@ def f64_trap(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_copysign(cx: LowerCtx, ins: Instr) -> None:
+    """copysign: the magnitude of b with the sign of a."""
     t = _type_of(ins)
     d, a, b = ins.operands
     if t == "f64":
@@ -94,6 +93,7 @@ def unary_f32(cx: LowerCtx, ins: Instr, op: str, *pre: Imm, rounded: bool = True
 
 
 def ptx_sqrt(cx: LowerCtx, ins: Instr) -> None:
+    """sqrt: f64 (not approx) as ``dsqrt``; f32 as ``fsqrt``."""
     if _type_of(ins) == "f64" and "approx" not in ins.mods:
         d, a = ins.operands
         return dop_write(cx, ins, d, "dsqrt", dpair(cx, a, ins), rnd=fmods(cx, ins)[0])
@@ -101,6 +101,7 @@ def ptx_sqrt(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_rcp(cx: LowerCtx, ins: Instr) -> None:
+    """rcp: f64 (not approx) as 1/x with ``ddiv``; f32 as ``fdiv`` of 1."""
     if _type_of(ins) == "f64" and "approx" not in ins.mods:
         d, a = ins.operands
         one = (Imm(0), Imm(0x3FF00000))
@@ -114,10 +115,12 @@ def ptx_ex2(cx: LowerCtx, ins: Instr) -> None:
 
 
 def approx_limit(cx: LowerCtx, ins: Instr) -> None:
+    """lg2/sin/cos/tanh.approx: no exact machine sequence yet, so a machine limit."""
     raise cx.limit(ins, f"the approximate instruction `{ins.form}` (no exact machine sequence yet)")
 
 
 def ptx_rsqrt(cx: LowerCtx, ins: Instr) -> None:
+    """rsqrt.approx.f32: the exact sequence ``frsqrt``; f64 traps."""
     t = _type_of(ins)
     _, ftz, _ = fmods(cx, ins)
     if t != "f32":
@@ -128,6 +131,7 @@ def ptx_rsqrt(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_testp(cx: LowerCtx, ins: Instr) -> None:
+    """testp.{finite,infinite,number,notanumber,normal,subnormal}.f32 on the bits."""
     t = _type_of(ins)
     kind = ins.mods[0]
     if t != "f32":

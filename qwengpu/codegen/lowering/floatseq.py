@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    M32,
-)
+from qwengpu.codegen.lowering.common import M32
 from qwengpu.codegen.lowering.int64 import add64, clz64, cmp64, mul64x64, neg64, shl64, shr64, sub64
 from qwengpu.isa.instr import FALSE, Imm, P, R
 
@@ -210,6 +208,7 @@ def dkey(cx: LowerCtx, x: tuple) -> tuple[R | Imm, R | Imm]:
 
 
 def dnan(cx: LowerCtx, x: tuple) -> P:
+    """Is the f64 pair a NaN?"""
     lo, hi = x
     mh = cx.op("and", hi, Imm(0x7FFFFFFF))
     p = cx.setp("ne", lo, Imm(0))
@@ -225,8 +224,11 @@ def dminmax(cx: LowerCtx, a: tuple, b: tuple, is_min: bool) -> tuple[R, R]:
     lo, hi = cx.sel(a[0], b[0], pick_a), cx.sel(a[1], b[1], pick_a)
     zo = "or" if is_min else "and"
     zl, zh = cx.op(zo, a[0], b[0]), cx.op(zo, a[1], b[1])
-    both0 = cx.setp("eq", cx.op("or", cx.op("or", a[0], b[0]),
-                                    cx.op("and", cx.op("or", a[1], b[1]), Imm(0x7FFFFFFF))), Imm(0))
+    both0 = cx.setp(
+        "eq",
+        cx.op("or", cx.op("or", a[0], b[0]), cx.op("and", cx.op("or", a[1], b[1]), Imm(0x7FFFFFFF))),
+        Imm(0),
+    )
     lo, hi = cx.sel(zl, lo, both0), cx.sel(zh, hi, both0)
     na, nb = dnan(cx, a), dnan(cx, b)
     lo, hi = cx.sel(b[0], lo, na), cx.sel(b[1], hi, na)
@@ -408,16 +410,12 @@ def d2f(cx: LowerCtx, x: tuple, rnd: str, ftz: bool) -> R:
     # 1.f as a 31-bit integer (leading bit 30) and the 22 lowest fraction bits as sticky
     m = cx.op(
         "or",
-        cx.op(
-            "or", cx.op("shl", cx.op("and", hi, Imm(0xFFFFF)), Imm(10)), cx.op("shr", lo, Imm(22))
-        ),
+        cx.op("or", cx.op("shl", cx.op("and", hi, Imm(0xFFFFF)), Imm(10)), cx.op("shr", lo, Imm(22))),
         Imm(0x40000000),
     )
     sticky = cx.op("and", lo, Imm(0x3FFFFF))
     be = cx.op("sub", e, Imm(1023 - 127))
-    sub = cx.setp(
-        "eq", e, Imm(0)
-    )  # f64 subnormal: far below f32's range, only its sign and stickiness count
+    sub = cx.setp("eq", e, Imm(0))  # f64 subnormal: far below f32's range, only its sign and stickiness count
     be = cx.sel(Imm(-2000), be, sub)
     res = round_pack(cx, sgn, be, m, 30, sticky, rnd, ftz)
     pz = cx.setp("eq", lo, Imm(0))

@@ -6,15 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qwengpu.isa.instr import TRUE, Imm, P, R
-from qwengpu.ptx.ir import (
-    Instr,
-)
+from qwengpu.ptx.ir import Instr
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def div_zero_check(cx: LowerCtx, d: R | Imm, ins: Instr, t: str, hi: R | Imm | None = None) -> None:
+    """A trap when the divisor is zero (nothing for a nonzero constant)."""
     if isinstance(d, Imm) and (hi is None or isinstance(hi, Imm)):
         if d.v == 0 and (hi is None or hi.v == 0):
             p = TRUE
@@ -28,6 +27,7 @@ def div_zero_check(cx: LowerCtx, d: R | Imm, ins: Instr, t: str, hi: R | Imm | N
 
 
 def add64(cx: LowerCtx, a: tuple, b: tuple) -> tuple[R | Imm, R | Imm]:
+    """Pair addition (the carry from the low words' wrap)."""
     (alo, ahi), (blo, bhi) = a, b
     if isinstance(blo, Imm) and blo.v == 0:
         return alo, (ahi if isinstance(bhi, Imm) and bhi.v == 0 else cx.op("add", ahi, bhi))
@@ -39,6 +39,7 @@ def add64(cx: LowerCtx, a: tuple, b: tuple) -> tuple[R | Imm, R | Imm]:
 
 
 def sub64(cx: LowerCtx, a: tuple, b: tuple) -> tuple[R | Imm, R | Imm]:
+    """Pair subtraction (the borrow when a's low word is below b's)."""
     (alo, ahi), (blo, bhi) = a, b
     lo = cx.op("sub", alo, blo)
     c = cx.setp("lt", alo, blo)
@@ -48,6 +49,7 @@ def sub64(cx: LowerCtx, a: tuple, b: tuple) -> tuple[R | Imm, R | Imm]:
 
 
 def mul64(cx: LowerCtx, a: tuple, b: tuple) -> tuple[R, R]:
+    """The low 64 bits of a pair product (three word products)."""
     (alo, ahi), (blo, bhi) = a, b
     lo = cx.op("mul", alo, blo)
     h = cx.op("mulhi", alo, blo, sign="u")
@@ -95,6 +97,7 @@ def mulhi64(cx: LowerCtx, a: tuple, b: tuple, signed: bool) -> tuple[R, R]:
 
 
 def shl64(cx: LowerCtx, a: tuple, n: R | Imm) -> tuple[R | Imm, R | Imm]:
+    """Pair shift left by a constant or a register count."""
     alo, ahi = a
     if isinstance(n, Imm):
         k = n.v
@@ -115,6 +118,7 @@ def shl64(cx: LowerCtx, a: tuple, n: R | Imm) -> tuple[R | Imm, R | Imm]:
 
 
 def shr64(cx: LowerCtx, a: tuple, n: R | Imm, signed: bool) -> tuple[R | Imm, R | Imm]:
+    """Pair shift right (logical or arithmetic) by a constant or a register count."""
     alo, ahi = a
     sg = "s" if signed else "u"
     if isinstance(n, Imm):
@@ -145,6 +149,7 @@ def shr64(cx: LowerCtx, a: tuple, n: R | Imm, signed: bool) -> tuple[R | Imm, R 
 
 
 def cmp64(cx: LowerCtx, cmp: str, a: tuple, b: tuple, signed: bool) -> P:
+    """A 64-bit comparison of pairs as a predicate."""
     (alo, ahi), (blo, bhi) = a, b
     if cmp == "eq":
         p = cx.setp("eq", alo, blo)
@@ -159,6 +164,7 @@ def cmp64(cx: LowerCtx, cmp: str, a: tuple, b: tuple, signed: bool) -> P:
 
 
 def clz64(cx: LowerCtx, a: tuple) -> R:
+    """Leading zeros of a pair."""
     lo, hi = a
     c1 = cx.op("clz", hi)
     c2 = cx.op("add", cx.op("clz", lo), Imm(32))
@@ -198,10 +204,13 @@ def udivmod64(cx: LowerCtx, n: tuple, d: tuple) -> tuple[tuple[R, R], tuple[R, R
 
 
 def neg64(cx: LowerCtx, a: tuple) -> tuple[R | Imm, R | Imm]:
+    """Pair negation."""
     return sub64(cx, (Imm(0), Imm(0)), a)
 
 
 def sdivmod64(cx: LowerCtx, n: tuple, d: tuple) -> tuple[tuple, tuple]:
+    """Signed 64-bit quotient and remainder from the unsigned ones (truncating division)."""
+
     def absv(x: tuple) -> tuple[tuple, P]:
         neg = cx.setp("lt", x[1], Imm(0), sign="s")
         nl, nh = neg64(cx, x)

@@ -11,27 +11,10 @@ value, or a general 64-bit value held in a register pair."""
 
 from __future__ import annotations
 
-from qwengpu.codegen.lowering.common import (
-    M64,
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import M64, _bits, _signed, _type_of
 from qwengpu.isa.program import Layout
-from qwengpu.ptx.ir import (
-    TYPES,
-    Addr,
-    Function,
-    Instr,
-    Pair,
-    Reg,
-    Special,
-    Sym,
-    Vec,
-)
-from qwengpu.ptx.ir import (
-    Imm as PImm,
-)
+from qwengpu.ptx.ir import TYPES, Addr, Function, Instr, Pair, Reg, Special, Sym, Vec
+from qwengpu.ptx.ir import Imm as PImm
 from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW
 
 PAIR: tuple = ("pair",)
@@ -40,10 +23,12 @@ ZX: tuple = ("zx",)
 
 
 def W(base: int) -> tuple:
+    """The kind of a window value over ``base``."""
     return ("w", base)
 
 
 def _kjoin(a: tuple | None, b: tuple | None) -> tuple | None:
+    """The join of two definitions' kinds (None: not yet known)."""
     if a is None:
         return b
     if b is None or a == b:
@@ -59,10 +44,12 @@ def _kjoin(a: tuple | None, b: tuple | None) -> tuple | None:
 
 
 def _kbase(k: tuple) -> int:
+    """The base of a kind (0 for sx/zx words)."""
     return k[1] if k[0] == "w" else 0
 
 
 def _imm_kind(v: int) -> tuple:
+    """The kind an integer immediate fits: sx, zx or a pair."""
     v &= M64
     sv = v - (1 << 64) if v >> 63 else v
     if -(2**31) <= sv < 2**31:
@@ -73,6 +60,7 @@ def _imm_kind(v: int) -> tuple:
 
 
 def _is64(fn: Function, op: object) -> bool:
+    """Is the operand a 64-bit (non-predicate) register?"""
     return (
         isinstance(op, Reg)
         and op.name in fn.regs
@@ -108,93 +96,9 @@ class KindAnalysis:
         return PAIR
 
     def def_kind(self, ins: Instr, kinds: dict[str, tuple | None]) -> tuple | None:
-        op, mods, ops = ins.op, ins.mods, ins.operands
-        k = self._k
-        if (
-            op == "ld"
-            and "param" in mods
-            and isinstance(ops[1], Addr)
-            and isinstance(ops[1].base, Sym)
-            and ops[1].base.name in self.ptrs
-            and ops[1].offset == 0
-            and not isinstance(ops[0], Vec)
-        ):
-            return W(GLOBAL_BASE)
-        if op == "mov":
-            if isinstance(ops[1], Vec) or isinstance(ops[0], Vec):
-                return PAIR
-            if isinstance(ops[1], Special):
-                return PAIR
-            return k(ops[1], kinds)
-        if op == "cvta":
-            src = k(ops[1], kinds)
-            if src is None or src == PAIR:
-                return src
-            space = next((m for m in mods if m in ("global", "shared", "local", "const", "param")), None)
-            win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space or "", 0)
-            if win == 0:
-                return src
-            b = _kbase(src)
-            nb = b - win if "to" in mods else b + win
-            return W(nb) if nb in (0, GLOBAL_BASE, SHARED_WINDOW, LOCAL_WINDOW) else PAIR
-        if op == "cvt":
-            types = [m for m in mods if m in TYPES]
-            if len(types) != 2 or "sat" in mods:
-                return PAIR
-            dt, st = types
-            if st in ("f32", "f64", "f16", "bf16") or dt in ("f64",):
-                return PAIR
-            if _bits(st) == 64:
-                return k(ops[1], kinds)
-            return SX if _signed(st) else ZX
-        if op == "mul" and "wide" in mods and _type_of(ins) in ("s32", "u32"):
-            return W(0)
-        if op == "mad" and "wide" in mods and _type_of(ins) in ("s32", "u32"):
-            kc = k(ops[3], kinds)
-            if kc is None or kc == PAIR:
-                return kc
-            return W(_kbase(kc))
-        if op in ("add", "sub") and "cc" not in mods and _type_of(ins) in ("s64", "u64", "b64"):
-            ka, kb = k(ops[1], kinds), k(ops[2], kinds)
-            if ka is None or kb is None:
-                return None if PAIR not in (ka, kb) else PAIR
-            if PAIR in (ka, kb):
-                return PAIR
-            ba, bb = _kbase(ka), _kbase(kb)
-            if op == "add":
-                if ba and bb:
-                    return PAIR
-                return W(ba or bb)
-            if bb == 0:
-                return W(ba)
-            if ba == bb:
-                return W(0)
-            return PAIR
-        if (
-            op == "shl"
-            and _type_of(ins) in ("b64", "u64", "s64")
-            and isinstance(ops[2], PImm)
-            and 0 <= ops[2].value <= 30
-        ):
-            ka = k(ops[1], kinds)
-            if ka is None or ka == PAIR:
-                return ka
-            return W(0) if _kbase(ka) == 0 else PAIR
-        if (
-            op in ("and", "or", "xor")
-            and _type_of(ins) in ("b64", "u64", "s64")
-            and isinstance(ops[2], PImm)
-            and 0 <= ops[2].value < 2**31
-        ):
-            ka = k(ops[1], kinds)
-            if op == "and" and ka in (SX, ZX):
-                return ZX
-            if ka in (SX, ZX, W(0)):
-                return W(0)  # e.g. p[i ^ 1]: a byte offset combined with a small mask
-            return None if ka is None else PAIR
-        if op == "selp":
-            return _kjoin(k(ops[1], kinds), k(ops[2], kinds))
-        return PAIR
+        """The kind a definition by ``ins`` produces (its rule in ``DEF_KIND``; else a pair)."""
+        rule = DEF_KIND.get(ins.op)
+        return PAIR if rule is None else rule(self, ins, kinds)
 
     def _defs(self, ins: Instr) -> list[str]:
         out = []
@@ -276,3 +180,146 @@ class KindAnalysis:
             forced |= new
 
 
+KindMap = dict[str, "tuple | None"]
+
+
+def _def_ld(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """A pointer parameter loaded whole: a window value over the global arena."""
+    ops = ins.operands
+    if (
+        "param" in ins.mods
+        and isinstance(ops[1], Addr)
+        and isinstance(ops[1].base, Sym)
+        and ops[1].base.name in an.ptrs
+        and ops[1].offset == 0
+        and not isinstance(ops[0], Vec)
+    ):
+        return W(GLOBAL_BASE)
+    return PAIR
+
+
+def _def_mov(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """A move keeps the source's kind (vectors and special registers: pairs)."""
+    ops = ins.operands
+    if isinstance(ops[1], Vec) or isinstance(ops[0], Vec):
+        return PAIR
+    if isinstance(ops[1], Special):
+        return PAIR
+    return an._k(ops[1], kinds)
+
+
+def _def_cvta(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """A window value moves between the generic and a shared/local window by that window's base."""
+    mods = ins.mods
+    src = an._k(ins.operands[1], kinds)
+    if src is None or src == PAIR:
+        return src
+    space = next((m for m in mods if m in ("global", "shared", "local", "const", "param")), None)
+    win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space or "", 0)
+    if win == 0:
+        return src
+    b = _kbase(src)
+    nb = b - win if "to" in mods else b + win
+    return W(nb) if nb in (0, GLOBAL_BASE, SHARED_WINDOW, LOCAL_WINDOW) else PAIR
+
+
+def _def_cvt(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """An integer widened from 32 bits or fewer is an exact sx/zx word."""
+    mods = ins.mods
+    types = [m for m in mods if m in TYPES]
+    if len(types) != 2 or "sat" in mods:
+        return PAIR
+    dt, st = types
+    if st in ("f32", "f64", "f16", "bf16") or dt in ("f64",):
+        return PAIR
+    if _bits(st) == 64:
+        return an._k(ins.operands[1], kinds)
+    return SX if _signed(st) else ZX
+
+
+def _def_mul(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """mul.wide.{s32,u32}: an exact window offset."""
+    if "wide" in ins.mods and _type_of(ins) in ("s32", "u32"):
+        return W(0)
+    return PAIR
+
+
+def _def_mad(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """mad.wide.{s32,u32}: the addend's window plus an offset."""
+    if "wide" in ins.mods and _type_of(ins) in ("s32", "u32"):
+        kc = an._k(ins.operands[3], kinds)
+        if kc is None or kc == PAIR:
+            return kc
+        return W(_kbase(kc))
+    return PAIR
+
+
+def _def_addsub(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """Window plus offset stays a window; the difference of two same-base windows is an offset."""
+    if not ("cc" not in ins.mods and _type_of(ins) in ("s64", "u64", "b64")):
+        return PAIR
+    ops = ins.operands
+    ka, kb = an._k(ops[1], kinds), an._k(ops[2], kinds)
+    if ka is None or kb is None:
+        return None if PAIR not in (ka, kb) else PAIR
+    if PAIR in (ka, kb):
+        return PAIR
+    ba, bb = _kbase(ka), _kbase(kb)
+    if ins.op == "add":
+        if ba and bb:
+            return PAIR
+        return W(ba or bb)
+    if bb == 0:
+        return W(ba)
+    if ba == bb:
+        return W(0)
+    return PAIR
+
+
+def _def_shl(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """An offset shifted left by a small constant (a scaled index) stays an offset."""
+    ops = ins.operands
+    if not (_type_of(ins) in ("b64", "u64", "s64") and isinstance(ops[2], PImm) and 0 <= ops[2].value <= 30):
+        return PAIR
+    ka = an._k(ops[1], kinds)
+    if ka is None or ka == PAIR:
+        return ka
+    return W(0) if _kbase(ka) == 0 else PAIR
+
+
+def _def_logic(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """and/or/xor with a small non-negative constant: an offset stays an offset (and of sx/zx: zx)."""
+    ops = ins.operands
+    if not (
+        _type_of(ins) in ("b64", "u64", "s64") and isinstance(ops[2], PImm) and 0 <= ops[2].value < 2**31
+    ):
+        return PAIR
+    ka = an._k(ops[1], kinds)
+    if ins.op == "and" and ka in (SX, ZX):
+        return ZX
+    if ka in (SX, ZX, W(0)):
+        return W(0)  # e.g. p[i ^ 1]: a byte offset combined with a small mask
+    return None if ka is None else PAIR
+
+
+def _def_selp(an: KindAnalysis, ins: Instr, kinds: KindMap) -> tuple | None:
+    """selp: the join of both sides."""
+    return _kjoin(an._k(ins.operands[1], kinds), an._k(ins.operands[2], kinds))
+
+
+# the kind each opcode's definition produces; any other definition is a general pair
+DEF_KIND = {
+    "ld": _def_ld,
+    "mov": _def_mov,
+    "cvta": _def_cvta,
+    "cvt": _def_cvt,
+    "mul": _def_mul,
+    "mad": _def_mad,
+    "add": _def_addsub,
+    "sub": _def_addsub,
+    "shl": _def_shl,
+    "and": _def_logic,
+    "or": _def_logic,
+    "xor": _def_logic,
+    "selp": _def_selp,
+}

@@ -3,15 +3,9 @@ agree bit for bit."""
 
 from __future__ import annotations
 
-from qwengpu.codegen.lowering.common import (
-    _align,
-)
+from qwengpu.codegen.lowering.common import _align
 from qwengpu.isa.program import Layout
-from qwengpu.ptx.ir import (
-    TYPE_SIZES,
-    Function,
-    Module,
-)
+from qwengpu.ptx.ir import TYPE_SIZES, Function, Module
 
 
 def compute_layout(module: Module, fn: Function) -> Layout:
@@ -49,5 +43,3 @@ def compute_layout(module: Module, fn: Function) -> Layout:
         off += p.size
     gvars = [v for v in module.globals if v.space in ("global", "const")]
     return Layout(local_off, local_size, shared_off, shared_init, static_shared, dyn, param_off, off, gvars)
-
-

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    SPACES,
-    _bits,
-    _signed,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import SPACES, _bits, _signed, _type_of
 from qwengpu.codegen.lowering.kinds import PAIR
 from qwengpu.codegen.lowering.operands import (
     V64,
@@ -24,15 +19,7 @@ from qwengpu.codegen.lowering.operands import (
     write64,
 )
 from qwengpu.isa.instr import Imm, R
-from qwengpu.ptx.ir import (
-    TYPE_SIZES,
-    Addr,
-    Instr,
-    Reg,
-    Sink,
-    Sym,
-    Vec,
-)
+from qwengpu.ptx.ir import TYPE_SIZES, Addr, Instr, Reg, Sink, Sym, Vec
 from qwengpu.simt.memory import GLOBAL_BASE
 
 if TYPE_CHECKING:
@@ -40,6 +27,7 @@ if TYPE_CHECKING:
 
 
 def space_of(cx: LowerCtx, ins: Instr, a: Addr) -> str:
+    """The state space of a memory instruction (a promoted call parameter is ``callparam``)."""
     for m in ins.mods:
         if m in SPACES:
             if m == "param" and isinstance(a.base, Sym) and a.base.name in cx.layout.local_off:
@@ -75,6 +63,8 @@ def address(cx: LowerCtx, a: Addr, space: str, ins: Instr) -> tuple[R | Imm, str
 
 
 def ptx_ld(cx: LowerCtx, ins: Instr) -> None:
+    """ld/ldu: vectors, 64-bit as two words; a pointer parameter kept as a window comes from the
+    launch-constant bank."""
     t = _type_of(ins)
     d, a = ins.operands
     if not isinstance(a, Addr):
@@ -106,7 +96,8 @@ def ptx_ld(cx: LowerCtx, ins: Instr) -> None:
         m = {"space": space, "amode": amode, "base": base}
         if size <= 4:
             write32(
-                cx, x,
+                cx,
+                x,
                 t,
                 lambda r, o=o, m=m: cx.into(r, "ld", A, size=size, sign=sg, off=o, **m),
                 ins,
@@ -121,6 +112,7 @@ def ptx_ld(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_st(cx: LowerCtx, ins: Instr) -> None:
+    """st: vectors, 64-bit as two words (the sources read before the address)."""
     t = _type_of(ins)
     a, s = ins.operands
     if not isinstance(a, Addr):
@@ -148,21 +140,20 @@ def ptx_st(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_atom(cx: LowerCtx, ins: Instr) -> None:
+    """atom: see ``atomic``."""
     atomic(cx, ins, True)
 
 
 def ptx_red(cx: LowerCtx, ins: Instr) -> None:
+    """red: an atom whose result is dropped."""
     atomic(cx, ins, False)
 
 
 def atomic(cx: LowerCtx, ins: Instr, returns: bool) -> None:
+    """atom/red on 32-bit values as one machine ``atom``."""
     t = _type_of(ins)
     kind = next(
-        (
-            m
-            for m in ins.mods
-            if m in ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor")
-        ),
+        (m for m in ins.mods if m in ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor")),
         None,
     )
     if kind is None:
@@ -183,9 +174,7 @@ def atomic(cx: LowerCtx, ins: Instr, returns: bool) -> None:
     at = "f32" if t == "f32" else ("s32" if _signed(t) else ("u32" if t == "u32" else "b32"))
 
     def f(r: R) -> None:
-        cx.emit(
-            "atom", (r,), (A, vb, vc), space=space, aop=kind, type=at, amode=amode, base=base, off=off
-        )
+        cx.emit("atom", (r,), (A, vb, vc), space=space, aop=kind, type=at, amode=amode, base=base, off=off)
 
     if d is None:
         f(cx.tmp())

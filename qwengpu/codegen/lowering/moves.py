@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    _bits,
-    _type_of,
-)
+from qwengpu.codegen.lowering.common import _bits, _type_of
 from qwengpu.codegen.lowering.operands import V64, as_pair, read32, read64, readp, write32v, write64, writep
 from qwengpu.isa.instr import TRUE, Imm, R
-from qwengpu.ptx.ir import (
-    Instr,
-    Vec,
-)
+from qwengpu.ptx.ir import Instr, Vec
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def ptx_mov(cx: LowerCtx, ins: Instr) -> None:
+    """mov: vector pack/unpack through words, predicates, 64-bit values, words."""
     t = _type_of(ins)
     d, a = ins.operands
     if isinstance(a, Vec):  # pack

@@ -8,27 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering.common import (
-    M32,
-    M64,
-    SR32,
-    _align,
-    _bits,
-    _signed,
-)
+from qwengpu.codegen.lowering.common import M32, M64, SR32, _align, _bits, _signed
 from qwengpu.codegen.lowering.kinds import PAIR, SX, ZX, _imm_kind
 from qwengpu.isa.instr import FALSE, POISON, TRUE, Imm, P, R
-from qwengpu.ptx.ir import (
-    Imm as PImm,
-)
-from qwengpu.ptx.ir import (
-    Instr,
-    Neg,
-    Reg,
-    Sink,
-    Special,
-    Sym,
-)
+from qwengpu.ptx.ir import Imm as PImm
+from qwengpu.ptx.ir import Instr, Neg, Reg, Sink, Special, Sym
 from qwengpu.simt.memory import GLOBAL_BASE
 
 if TYPE_CHECKING:
@@ -44,7 +28,6 @@ class V64:
     hi: R | Imm | None = None
     base: int = 0
     const: int | None = None  # the exact value, when known
-
 
 
 def imm32(cx: LowerCtx, op: PImm, t: str, mode: str = "ext") -> Imm:
@@ -86,6 +69,7 @@ def fit(cx: LowerCtx, x: R | Imm, S: int, T: int, signed: bool, mode: str) -> R 
 
 
 def sext(cx: LowerCtx, x: R | Imm, bits: int) -> R | Imm:
+    """Sign-extend the low ``bits`` bits of a word."""
     if isinstance(x, Imm):
         v = x.v & ((1 << bits) - 1)
         return Imm(v - (1 << bits) if v >> (bits - 1) else v)
@@ -140,6 +124,7 @@ def readp(cx: LowerCtx, op: object, ins: Instr) -> P:
 
 
 def special(cx: LowerCtx, name: str, ins: Instr) -> R | Imm:
+    """A special register: machine ``s2r`` or a constant of the one-SM machine."""
     base = name.split(".")[0]
     if name in SR32:
         return cx.op("s2r", sr=name)
@@ -216,6 +201,7 @@ def read64(cx: LowerCtx, op: object, t: str, ins: Instr) -> V64:
 
 
 def as_pair(cx: LowerCtx, v: V64, ins: Instr) -> tuple[R | Imm, R | Imm]:
+    """A 64-bit operand as a pair (a window value only when its value is a known constant)."""
     if v.kind == "pair":
         assert v.hi is not None
         return v.lo, v.hi
@@ -263,6 +249,7 @@ def to_window(cx: LowerCtx, v: V64, base: int, ins: Instr) -> R | Imm:
 
 
 def const_pair(v: int) -> tuple[Imm, Imm]:
+    """A 64-bit constant as immediates (lo, hi)."""
     v &= M64
     return Imm(v), Imm(v >> 32)
 
@@ -323,10 +310,12 @@ def write32(
 
 
 def write32v(cx: LowerCtx, dop: object, t: str, value: R | Imm, ins: Instr, clean: bool = False) -> None:
+    """Write an already computed word (``write32`` with a move)."""
     write32(cx, dop, t, lambda d: cx.mov(d, value) if d != value else None, ins, clean)
 
 
 def writep(cx: LowerCtx, dop: object, compute: Callable[[P], object], ins: Instr) -> None:
+    """Write a predicate result (an integer destination gets 1 or 0)."""
     if isinstance(dop, Sink):
         compute(cx.ptmp())
         return
@@ -353,6 +342,7 @@ def dest64(cx: LowerCtx, dop: object, ins: Instr) -> tuple[str, R, R | None]:
 
 
 def write64(cx: LowerCtx, dop: object, v: V64, ins: Instr) -> None:
+    """Write a 64-bit value into a destination of any kind (narrower registers truncate)."""
     if isinstance(dop, Sink):
         return
     if isinstance(dop, Reg) and _bits(cx.decl(dop, ins)) < 64:

@@ -6,17 +6,14 @@ from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.operands import read32, readp, write32, writep
 from qwengpu.isa.instr import TRUE, P, R
-from qwengpu.ptx.ir import (
-    Instr,
-    Pair,
-    Reg,
-)
+from qwengpu.ptx.ir import Instr, Pair, Reg
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
 
 
 def ptx_shfl(cx: LowerCtx, ins: Instr) -> None:
+    """shfl.sync: the source register is pinned (other lanes read it); an optional predicate."""
     mode = next((m for m in ins.mods if m in ("up", "down", "bfly", "idx")), None)
     if mode is None:
         raise cx.fail(ins, "shfl needs a mode")
@@ -43,6 +40,7 @@ def ptx_shfl(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_vote(cx: LowerCtx, ins: Instr) -> None:
+    """vote.{all,any,uni,ballot}."""
     mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
     if mode is None:
         raise cx.fail(ins, "vote needs a mode")
@@ -64,4 +62,5 @@ def ptx_vote(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_activemask(cx: LowerCtx, ins: Instr) -> None:
+    """activemask: the ballot of TRUE."""
     write32(cx, ins.operands[0], "b32", lambda r: cx.into(r, "ballot", TRUE), ins)
