@@ -81,3 +81,49 @@ def flipped_weight():
                 w[r, col] = old
 
     return flip
+
+
+# ---------------------------------------------------------------------------------------------
+# a small synthetic Qwen3.5 base and its mount: built once per session, shared by tests/model and
+# tests/host (the mount holds the whole machine: ~5.5 GB on disk, about two minutes to write)
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def small_base(tmp_path_factory) -> Path:
+    """A text-only Qwen3.5 base (bf16 on disk, tied, sharded) on the machine's test layer shape,
+    hidden 128: the default mounted width is then 2048 = 16 H (c = 4, a power of two)."""
+    from qwengpu.model.synthetic import make_synthetic_base
+
+    out = tmp_path_factory.mktemp("bases") / "base128"
+    return make_synthetic_base(out, hidden=128, vocab=1024, layers=2, dtype="bfloat16", tied=True)
+
+
+@pytest.fixture(scope="session")
+def small_mount(small_base, tmp_path_factory) -> Path:
+    """``qwengpu build`` of :func:`small_base` (default width); removed at the end of the session."""
+    import shutil
+
+    import torch
+
+    from qwengpu.model.mount import build_mount
+
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    out = tmp_path_factory.mktemp("mounts") / "m128"
+    build_mount(small_base, out)
+    yield out
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mounted_fast(small_mount):
+    """The mount loaded once with our runtime (load-time checks included)."""
+    from qwengpu.runtime.mounted import MountedModel
+
+    return MountedModel.load(small_mount)
+
+
+@pytest.fixture(scope="session")
+def mount_text(small_mount):
+    """The mount's text runtime (its base layers, after the load-time checks)."""
+    from qwengpu.runtime.mounted_text import load_mount_text
+
+    return load_mount_text(small_mount)

@@ -190,12 +190,12 @@ class ForcedReplier:
         reply_ids = tok(text, add_special_tokens=False).input_ids
         stops = _stop_ids(tok)
         ids = torch.tensor([prompt_ids + reply_ids + stops[:1]])
-        with torch.no_grad():
-            logits = self.model(input_ids=ids).logits[0]
+        n = len(prompt_ids)
+        with torch.no_grad():  # the head only where the reply's tokens are predicted
+            logits = self.model(input_ids=ids, logits_to_keep=ids.shape[1] - n + 1).logits[0]
         if not torch.isfinite(logits).all():
             raise QwenGPUError("the model's forward gave non-finite logits on the forced reply")
-        n = len(prompt_ids)
-        pred = logits[n - 1 : ids.shape[1] - 1].argmax(-1).tolist()
+        pred = logits[:-1].argmax(-1).tolist()
         agree = sum(int(p == t) for p, t in zip(pred, ids[0, n:].tolist(), strict=True))
         if on_text is not None:
             prev = ""
@@ -267,9 +267,10 @@ def is_mount(model_dir: str) -> bool:
 def load_chat_model(model_dir: str, shared_mount: bool = True):
     """A chat model and its tokenizer with stock ``transformers`` (no custom code), float32.
 
-    For a mounted checkpoint the stock model is the one :mod:`qwengpu.runtime.mounted` holds for
-    the same folder (``shared_mount``), so text and launches use one copy of the weights: the text
-    through the stock forward of the whole mount, each launch as its own sequence."""
+    For a mounted checkpoint (``shared_mount``) the text runs on the mount's text runtime
+    (:mod:`qwengpu.runtime.mounted_text`: its base layers, the machine layers skipped after the
+    checks that make them add exactly 0; proven equal to the stock forward of the whole mount),
+    and each launch as its own sequence through :mod:`qwengpu.runtime.mounted`."""
     from pathlib import Path
 
     p = Path(model_dir)
@@ -278,11 +279,9 @@ def load_chat_model(model_dir: str, shared_mount: bool = True):
     if shared_mount and is_mount(model_dir):
         from transformers import AutoTokenizer
 
-        from qwengpu.runtime.mounted import mounted_model
+        from qwengpu.runtime.mounted_text import load_mount_text
 
-        mm = mounted_model(model_dir)
-        mm._load_stock()  # the whole mount, stock from_pretrained, float32
-        return mm.stock, AutoTokenizer.from_pretrained(str(p))
+        return load_mount_text(p), AutoTokenizer.from_pretrained(str(p))
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer

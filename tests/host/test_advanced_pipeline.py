@@ -1,6 +1,9 @@
-"""Advanced mode end to end with teacher-forced replies: every reply below is fed through the
-synthetic chat model's forward (after the prompt its own chat template renders, tools included),
-and every kernel really runs inside the machine model: the outputs come from its argmax tokens.
+"""Advanced mode end to end with teacher-forced replies, on a synthetic MOUNTED model (a synthetic
+Qwen3.5 base with the machine built in front by ``qwengpu build``: the session fixture
+``small_mount``): every reply below is fed through the mount's forward (its text runtime, proven
+equal to the stock forward of the whole mount in tests/model/test_mount_stock.py) after the prompt
+its own chat template renders, tools included, and every kernel really runs inside the same mount
+as its own sequence: the outputs come from its argmax tokens.
 
 Expected values come from the question's meaning (2 + 40 = 42, 1+2+3+4 = 10), never from our
 interpreter. Each kernel is a handful of warp instructions.
@@ -41,40 +44,50 @@ WRONG_SPEC = json.dumps(
 
 
 @pytest.fixture(scope="module")
-def launcher():
-    """The launch runs inside the model (the standalone machine model until the mount lands)."""
-    return RunnerLauncher(engine="machine", max_steps=2_000)
+def launcher(small_mount):
+    """The launch runs inside the mounted model, as its own sequence (our runtime after its checks)."""
+    return RunnerLauncher(engine="model", model_dir=str(small_mount), max_steps=2_000)
 
 
-def _session(chat_model, launcher, replies, retries=2):
-    model, tok = chat_model
+@pytest.fixture(scope="module")
+def mounted_chat(small_mount):
+    """(model, tokenizer) of the mount as the chat host loads it: the mount's text runtime and the
+    mount's own tokenizer (the base's, extended with the machine's tokens)."""
+    from qwengpu.host.repliers import load_chat_model
+
+    return load_chat_model(str(small_mount))
+
+
+def _session(chat, launcher, replies, retries=2):
+    model, tok = chat
     out = io.StringIO()
     view = ConsoleView(Console(file=out, width=120, force_terminal=False, color_system=None))
     sess = Session(ForcedReplier(model, tok, replies), launcher, retries=retries, events=view)
     return sess, out
 
 
-def test_success_reads_the_result_from_the_models_tokens(chat_model, launcher):
-    sess, out = _session(chat_model, launcher, [xml_call(ADD, add_spec(2, 40)), "2 + 40 = 42.\nAnswer: 42"])
+def test_success_reads_the_result_from_the_models_tokens(mounted_chat, launcher):
+    sess, out = _session(mounted_chat, launcher, [xml_call(ADD, add_spec(2, 40)), "2 + 40 = 42.\nAnswer: 42"])
     turn = sess.ask("What is 2 + 40?")
     assert turn.status == "computed" and turn.first_try and len(turn.attempts) == 1
     o = turn.attempts[0].outcome
     assert o.outputs == {"out": [42]}
-    assert o.engine == "machine" and o.stats["tokens"] > 0 and o.stats["warp_instructions"] > 0
+    assert o.engine == "model" and o.stats["tokens"] > 0 and o.stats["warp_instructions"] > 0
+    assert o.stats["runtime"] == "mounted-fast" and mounted_chat[0].runtime == "mounted-text"
     assert turn.quoted and turn.answer.endswith("Answer: 42")
     # every reply went through the model's forward after the real prompt
     assert all(r["mode"] == "teacher-forced" and r["prompt_tokens"] > 500 for r in turn.replies)
     # the tool result the model read is in the conversation, in the template's tool format
-    prompt = render_prompt(chat_model[1], sess.messages, sess.tools)
+    prompt = render_prompt(mounted_chat[1], sess.messages, sess.tools)
     assert "<tool_response>\nThe kernel ran exactly. Outputs:\nout = [42]\n</tool_response>" in prompt
     assert "<function=run_cuda>" in prompt and '"name": "run_cuda"' in prompt  # the call and the tool
     text = out.getvalue()
     assert "GPU result: out = [42]" in text and "[computed]" in text and "extern" in text
 
 
-def test_compile_error_goes_back_and_the_fix_runs(chat_model, launcher):
+def test_compile_error_goes_back_and_the_fix_runs(mounted_chat, launcher):
     bad = xml_call(ADD.replace("a + b", "a + c"), add_spec(5, 6))
-    sess, out = _session(chat_model, launcher, [bad, xml_call(ADD, add_spec(5, 6)), "Answer: 11"])
+    sess, out = _session(mounted_chat, launcher, [bad, xml_call(ADD, add_spec(5, 6)), "Answer: 11"])
     turn = sess.ask("What is 5 + 6?")
     first, second = turn.attempts
     assert first.outcome.kind == "compile_error" and 'identifier "c" is undefined' in first.outcome.message
@@ -84,7 +97,7 @@ def test_compile_error_goes_back_and_the_fix_runs(chat_model, launcher):
     assert "compile error" in out.getvalue()
 
 
-def test_bad_launch_spec_goes_back(chat_model, launcher):
+def test_bad_launch_spec_goes_back(mounted_chat, launcher):
     wrong_names = add_spec(1, 2).replace('"b"', '"bee"')
     replies = [
         xml_call(ADD, wrong_names),
@@ -92,7 +105,7 @@ def test_bad_launch_spec_goes_back(chat_model, launcher):
         xml_call(ADD, add_spec(1, 2)),
         "Answer: 3",
     ]
-    sess, _ = _session(chat_model, launcher, replies)
+    sess, _ = _session(mounted_chat, launcher, replies)
     turn = sess.ask("What is 1 + 2?")
     kinds = [a.outcome.kind for a in turn.attempts]
     assert kinds == ["bad_launch_spec", "bad_launch_spec", "ok"]
@@ -101,9 +114,9 @@ def test_bad_launch_spec_goes_back(chat_model, launcher):
     assert turn.computed.outputs == {"out": [3]}
 
 
-def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(chat_model, launcher):
+def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(mounted_chat, launcher):
     big = xml_call(ADD, add_spec(1, 2, block=128))
-    sess, out = _session(chat_model, launcher, [big, "I could not run it.\nAnswer: 3"], retries=0)
+    sess, out = _session(mounted_chat, launcher, [big, "I could not run it.\nAnswer: 3"], retries=0)
     turn = sess.ask("What is 1 + 2?")
     (att,) = turn.attempts
     assert att.outcome.kind == "machine_limit" and "64 threads" in att.outcome.message
@@ -112,9 +125,9 @@ def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(chat_mo
     assert "not backed by a computation" in out.getvalue()
 
 
-def test_runaway_kernel_hits_the_step_limit(chat_model, launcher):
-    sess, _ = _session(chat_model, launcher, [xml_call(LOOP, add_spec(1, 2)), "Answer: unknown"], retries=0)
-    small = RunnerLauncher(engine="machine", max_steps=10)
+def test_runaway_kernel_hits_the_step_limit(mounted_chat, launcher):
+    sess, _ = _session(mounted_chat, launcher, [xml_call(LOOP, add_spec(1, 2)), "Answer: unknown"], retries=0)
+    small = RunnerLauncher(engine="model", model_dir=launcher.model_dir, max_steps=10)
     sess.launcher = small
     turn = sess.ask("Count up forever?")
     o = turn.attempts[0].outcome
@@ -122,11 +135,11 @@ def test_runaway_kernel_hits_the_step_limit(chat_model, launcher):
     assert turn.status == "failed"
 
 
-def test_wrong_program_shows_the_computed_value(chat_model, launcher):
+def test_wrong_program_shows_the_computed_value(mounted_chat, launcher):
     from qwengpu.host.evaluate import score
 
     replies = [xml_call(WRONG, WRONG_SPEC), "The sum of 1, 2, 3 and 4 is 24.\nAnswer: 24"]
-    sess, out = _session(chat_model, launcher, replies)
+    sess, out = _session(mounted_chat, launcher, replies)
     turn = sess.ask("What is 1 + 2 + 3 + 4?")
     assert turn.status == "computed" and turn.computed.outputs == {"out": [24]}  # 1*2*3*4, exactly
     q = {"id": "s", "type": "int", "answer": [1 + 2 + 3 + 4], "question": turn.question}
@@ -138,9 +151,9 @@ def test_wrong_program_shows_the_computed_value(chat_model, launcher):
     )
 
 
-def test_answer_that_hides_the_result_is_flagged(chat_model, launcher):
+def test_answer_that_hides_the_result_is_flagged(mounted_chat, launcher):
     replies = [xml_call(WRONG, WRONG_SPEC), "The sum is ten.\nAnswer: 10"]
-    sess, out = _session(chat_model, launcher, replies)
+    sess, out = _session(mounted_chat, launcher, replies)
     turn = sess.ask("What is 1 + 2 + 3 + 4?")
     assert turn.quoted is False and turn.as_json()["computed"] == {"out": [24]}
     assert (
@@ -148,17 +161,17 @@ def test_answer_that_hides_the_result_is_flagged(chat_model, launcher):
     )
 
 
-def test_no_code_at_all(chat_model, launcher):
-    sess, out = _session(chat_model, launcher, ["It is 42, I think.\nAnswer: 42"])
+def test_no_code_at_all(mounted_chat, launcher):
+    sess, out = _session(mounted_chat, launcher, ["It is 42, I think.\nAnswer: 42"])
     turn = sess.ask("What is 2 + 40?")
     assert turn.status == "no_kernel" and turn.attempts == [] and turn.computed is None
     assert "nothing was computed" in out.getvalue() and "GPU result" not in out.getvalue()
 
 
-def test_reply_cut_off_mid_call_is_sent_back(chat_model, launcher):
+def test_reply_cut_off_mid_call_is_sent_back(mounted_chat, launcher):
     full = xml_call(ADD, add_spec(20, 22))
     cut = full[: full.index("<parameter=launch>") + 30]
-    sess, _ = _session(chat_model, launcher, [cut, json_call(ADD, add_spec(20, 22)), "Answer: 42"])
+    sess, _ = _session(mounted_chat, launcher, [cut, json_call(ADD, add_spec(20, 22)), "Answer: 42"])
     turn = sess.ask("What is 20 + 22?")
     first, second = turn.attempts
     assert first.outcome.kind == "bad_call" and "cut off" in first.outcome.message
@@ -166,7 +179,7 @@ def test_reply_cut_off_mid_call_is_sent_back(chat_model, launcher):
     assert turn.status == "computed"
 
 
-def test_damaged_machine_weight_breaks_the_launch(chat_model, launcher):
+def test_damaged_machine_weight_breaks_the_launch(mounted_chat, launcher):
     """Negative control: the result really comes from the compiled weights. Negating the output-head
     row of the HALT token (a compiled weight) means the model never writes HALT: no result."""
     import torch
@@ -213,24 +226,19 @@ def test_model_replier_streams_what_greedy_decoding_writes(chat_model):
 
 
 @pytest.mark.slow
-def test_mounted_model_writes_the_text_and_runs_the_launch(tmp_path_factory):
-    """The real mount (synthetic base + the machine, ``qwengpu build``): the replies are teacher-forced
-    through the stock forward of the whole mounted checkpoint (its own tokenizer and chat template),
-    and the launch runs inside the same checkpoint as its own sequence. Minutes: the mount is ~5 GB
-    and the prompt ~2,000 tokens through 41 stock layers."""
+def test_stock_forward_of_the_whole_mount_writes_the_text(small_mount):
+    """The same pipeline with the replies teacher-forced through the stock forward of the whole
+    mounted checkpoint (``from_pretrained``, all 41 layers; no runtime of ours for the text), the
+    launch inside the same checkpoint. Minutes: the prompt is ~2,000 tokens through 41 layers."""
     import torch
 
     from qwengpu.host.repliers import is_mount, load_chat_model
-    from qwengpu.model.mount import build_mount
-    from qwengpu.model.synthetic import make_synthetic_base
 
     torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("host-mount")
-    base = make_synthetic_base(root / "base", hidden=128, vocab=1024, layers=2, dtype="bfloat16", tied=True)
-    build_mount(base, root / "mount")
-    mount = str(root / "mount")
+    mount = str(small_mount)
     assert is_mount(mount)
-    model, tok = load_chat_model(mount)
+    model, tok = load_chat_model(mount, shared_mount=False)  # stock AutoModelForCausalLM of the mount
+    assert len(model.model.layers) > 30
     out = io.StringIO()
     view = ConsoleView(Console(file=out, width=120, force_terminal=False, color_system=None))
     replies = [xml_call(ADD, add_spec(19, 23)), "19 + 23 = 42.\nAnswer: 42"]
@@ -249,7 +257,7 @@ def test_mounted_model_writes_the_text_and_runs_the_launch(tmp_path_factory):
     assert "inside the mounted model" in out.getvalue() and "GPU result: out = [42]" in out.getvalue()
 
 
-def test_unsupported_instruction_is_refused_by_name(chat_model, launcher):
+def test_unsupported_instruction_is_refused_by_name(mounted_chat, launcher):
     sin = 'extern "C" __global__ void s(float x, float *out) { out[0] = __sinf(x); }'
     spec = json.dumps(
         {
@@ -263,7 +271,7 @@ def test_unsupported_instruction_is_refused_by_name(chat_model, launcher):
             ],
         }
     )
-    sess, _ = _session(chat_model, launcher, [xml_call(sin, spec), "I cannot compute it.\nAnswer: 0.997"])
+    sess, _ = _session(mounted_chat, launcher, [xml_call(sin, spec), "I cannot compute it.\nAnswer: 0.997"])
     turn = sess.ask("What is sin(1.5) in float32?")
     o = turn.attempts[0].outcome
     assert o.kind == "machine_limit" and "sin.approx.f32" in o.message and "kernel.cu:1" in o.message

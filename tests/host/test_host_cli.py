@@ -170,3 +170,26 @@ def test_the_live_view_on_a_terminal(tmp_path):
     assert turn.computed.outputs == {"out": [6001]}
     text = buf.getvalue()
     assert "compiled with NVRTC" in text and "6001" in text and "<function=" not in text
+
+
+def test_ask_and_chat_through_the_mounted_model(tmp_path, small_mount, monkeypatch, capsys):
+    """``ask`` and a ``chat`` turn on a synthetic mounted checkpoint: replies teacher-forced through
+    the mount's own text forward, the launch inside the same mount (``--engine model``)."""
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps([xml_call(ADD, add_spec(30, 12)), "30 + 12 = 42.\nAnswer: 42"]))
+    argv = ["ask", "What is 30 + 12?", "--model", str(small_mount), "--engine", "model",
+            "--replies", str(replies), "--json"]
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["status"] == "computed" and d["computed"] == {"out": [42]} and d["engine"] == "model"
+    (a,) = d["attempts"]
+    assert a["ok"] and a["stats"]["runtime"] == "mounted-fast" and a["stats"]["tokens"] > 0
+    assert all(r["mode"] == "teacher-forced" and r["prompt_tokens"] > 500 for r in d["replies"])
+
+    replies.write_text(json.dumps([xml_call(ADD, add_spec(3, 4)), "3 + 4 = 7.\nAnswer: 7"]))
+    lines = iter(["What is 3 + 4?", "/quit"])
+    monkeypatch.setattr("rich.console.Console.input", lambda self, prompt="": next(lines))
+    code, out, _ = _run(["chat", "--model", str(small_mount), "--engine", "model", "--replies", str(replies)],
+                        capsys)
+    assert code == 0 and "GPU result: out = [7]" in out and "inside the mounted model" in out

@@ -1,5 +1,5 @@
-"""Shared fixtures of the model tests: a small synthetic Qwen3.5 base and its mount, built once per
-session (the mount holds the whole machine: ~5.5 GB on disk, about two minutes to write)."""
+"""Fixtures of the model tests: the standalone vadd launch, the stock mount, damaged copies (the small
+synthetic base and its mount are session fixtures of ``tests/conftest.py``, shared with the host tests)."""
 
 from __future__ import annotations
 
@@ -12,36 +12,6 @@ import pytest
 import torch
 
 KERNELS = Path(__file__).resolve().parent.parent / "machine_weights" / "kernels"
-
-
-@pytest.fixture(scope="session")
-def small_base(tmp_path_factory) -> Path:
-    """A text-only Qwen3.5 base (bf16 on disk, tied, sharded) on the machine's test layer shape,
-    hidden 128: the default mounted width is then 2048 = 16 H (c = 4, a power of two)."""
-    from qwengpu.model.synthetic import make_synthetic_base
-
-    out = tmp_path_factory.mktemp("bases") / "base128"
-    return make_synthetic_base(out, hidden=128, vocab=1024, layers=2, dtype="bfloat16", tied=True)
-
-
-@pytest.fixture(scope="session")
-def small_mount(small_base, tmp_path_factory) -> Path:
-    """``qwengpu build`` of :func:`small_base` (default width); removed at the end of the session."""
-    from qwengpu.model.mount import build_mount
-
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    out = tmp_path_factory.mktemp("mounts") / "m128"
-    build_mount(small_base, out)
-    yield out
-    shutil.rmtree(out, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def mounted_fast(small_mount):
-    """The mount loaded once with our runtime (load-time checks included)."""
-    from qwengpu.runtime.mounted import MountedModel
-
-    return MountedModel.load(small_mount)
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,19 @@
 """The whole mount through stock ``transformers`` (``AutoModelForCausalLM.from_pretrained``): text is
-the base's, and a launch is the standalone machine's trace on the recurrent and the chunked path.
+the base's, a launch is the standalone machine's trace on the recurrent and the chunked path, and the
+text runtime (``qwengpu/runtime/mounted_text.py``: the base layers alone, the machine layers skipped
+after the checks that make them add exactly 0) equals it, logits bit for bit, on a prefill at every
+position and on the one-token decode path with the cache.
 
 A module of its own so that the stock mount (~5.5 GB in float32) is released when it ends."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import struct
 
+import numpy as np
 import pytest
 import torch
 
@@ -74,3 +81,94 @@ def test_stock_generate_writes_the_whole_trace(stock_mount, standalone_vadd):
         gen = stock_mount.generate(torch.tensor([prompt]), max_new_tokens=len(trace), do_sample=False,
                                    pad_token_id=None, eos_token_id=None)
     assert gen[0, len(prompt):].tolist() == trace
+
+
+# ---------------------------------------------------------------------------------------------
+# the text runtime against the stock forward of the whole mount
+# ---------------------------------------------------------------------------------------------
+LONGER = [5, 100, 200, 300, 17, 999, 3, 64, 1000, 512, 77, 640, 2, 2, 301, 18]
+
+
+def test_prefill_logits_equal_the_whole_mount_bit_for_bit(mount_text, stock_mount):
+    assert mount_text.runtime == "mounted-text" and mount_text.fallback_reason is None
+    ids = torch.tensor([LONGER])
+    with torch.no_grad():
+        ours = mount_text(input_ids=ids).logits
+        stock = stock_mount(input_ids=ids).logits
+    assert ours.shape == stock.shape and mount_text.runtime == "mounted-text"
+    assert torch.equal(ours, stock)  # bit for bit, every position and every id of the vocabulary
+    # two layers run instead of the mount's 41: the runtime really skips the machine
+    assert len(mount_text.base.model.layers) < len(stock_mount.model.layers) // 4
+
+
+def test_decode_path_with_the_cache_equals_the_whole_mount(mount_text, stock_mount):
+    ids = torch.tensor([LONGER])
+    with torch.no_grad():
+        a = mount_text(input_ids=ids[:, :6], use_cache=True)
+        b = stock_mount(input_ids=ids[:, :6], use_cache=True)
+        assert torch.equal(a.logits, b.logits)
+        for k in range(6, len(LONGER)):
+            a = mount_text(input_ids=ids[:, k : k + 1], cache=a.cache, use_cache=True)
+            b = stock_mount(input_ids=ids[:, k : k + 1], cache=b.cache, use_cache=True)
+            assert torch.equal(a.logits, b.logits), f"decode step {k}"
+
+
+def test_greedy_generate_writes_the_same_tokens(mount_text, stock_mount):
+    ids = torch.tensor([LONGER[:8]])
+    kw = {"max_new_tokens": 6, "do_sample": False, "attention_mask": torch.ones_like(ids), "pad_token_id": 0}
+    with torch.no_grad():
+        ours = mount_text.generate(ids, **kw)
+        stock = stock_mount.generate(ids, **kw)
+    assert ours.tolist() == stock.tolist() and int(ours.max()) < mount_text.V
+
+
+def test_a_machine_token_runs_on_the_stock_forward(small_mount, stock_mount, mount_text):
+    """The run-time check: an id of the machine's vocabulary makes the machine layers compute, so
+    that call goes to the stock forward of the whole mount (here the already loaded one)."""
+    from qwengpu.runtime.mounted_text import MountText
+
+    mt = MountText(small_mount, stock=stock_mount, base=mount_text.base)
+    ids = torch.tensor([LONGER[:4] + [mt.V + 7] + LONGER[4:8]])
+    with torch.no_grad():
+        out = mt(input_ids=ids).logits
+        want = stock_mount(input_ids=ids).logits
+    assert mt.runtime == "mounted-stock" and "machine token" in mt.fallback_reason
+    assert torch.equal(out, want)
+
+
+def _copy_with_machine_weight_on_a_base_dim(src, dst):
+    """A copy of the mount (symlinks; one shard copied) where layer 0's first reading projection
+    gets a 1.0 in column 0, a base dim: the machine layers would then compute on text."""
+    dst.mkdir(parents=True)
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    name = next(n for n in index["weight_map"] if n.startswith("model.layers.0.") and "in_proj_qkv" in n)
+    shard = index["weight_map"][name]
+    for p in src.iterdir():
+        if p.name == shard:
+            shutil.copy2(p, dst / p.name)
+        else:
+            os.symlink(p, dst / p.name)
+    with open(dst / shard, "r+b") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        lo, _hi = json.loads(f.read(n))[name]["data_offsets"]
+        f.seek(8 + n + lo)
+        f.write(np.float32(1.0).tobytes())
+    return dst, name
+
+
+def test_a_machine_weight_reading_text_dims_is_caught_at_load(small_mount, tmp_path):
+    from qwengpu.model.mount import Checkpoint, read_mount_sidecar
+    from qwengpu.runtime.mounted_text import TextNotExact, check_machine_layers_silent
+
+    bad, name = _copy_with_machine_weight_on_a_base_dim(small_mount, tmp_path / "bad")
+    ck = Checkpoint(bad)
+    try:
+        with pytest.raises(TextNotExact, match=name.replace(".", r"\.")):
+            check_machine_layers_silent(ck, read_mount_sidecar(bad), "model.")
+    finally:
+        ck.close()
+    ok = Checkpoint(small_mount)
+    try:
+        check_machine_layers_silent(ok, read_mount_sidecar(small_mount), "model.")  # the real mount passes
+    finally:
+        ok.close()
