@@ -95,7 +95,7 @@ def main() -> None:
     from qwengpu.compiler.shapes import text_config
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus, run_kernel
-    from qwengpu.runtime.engine import machine_model, prepare, run_machine, test_config
+    from qwengpu.runtime.engine import machine_model, prepare, run_machine, test_config, token_census
     from qwengpu.spec import load_spec
 
     cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
@@ -173,6 +173,7 @@ def main() -> None:
             tokens_per_warp_instruction=st["tokens_per_warp_instruction"],
             tokens_per_second=round(st["tokens"] / max(st["seconds"], 1e-9), 1),
             addresses_checked=st.get("addresses_checked"),
+            token_kinds=token_census(run.trace),
         )
         if "bounds_false_alarm" in st:  # the bounds watch misread the trace (a defect: report it)
             row.update(status="WRONG", detail=f"bounds watch false alarm: {st['bounds_false_alarm']}")

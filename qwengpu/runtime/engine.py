@@ -392,6 +392,30 @@ def trace_counts(trace: list[int]) -> dict[str, int]:
     return n
 
 
+CENSUS_KINDS = ("pass", "mask", "bank", "result", "short", "store", "dump", "control")
+
+
+def token_census(trace: list[int]) -> dict[str, int]:
+    """The tokens the model wrote, by what they cost: ``pass`` (PASS: a lane-group pass starts),
+    ``mask`` (MASK: which lanes of a pass run), ``bank`` (BANK: the ROM half of the next pass),
+    ``result`` (DATA chunks of a result before the dump), ``short`` (SHORT / USHORT: a small result
+    in one token), ``store`` (STORE: one lane's store), ``dump`` (DUMPADDR and its DATA chunks:
+    the read-back), ``control`` (BLOCK, BAR, FAULT, HALT). Why: tokens are the cost users pay
+    (every one a forward pass); this says where they go (``bench/token_census.py``)."""
+    n = dict.fromkeys(CENSUS_KINDS, 0)
+    dumping = False
+    kinds = {"PASS": "pass", "MASK": "mask", "BANK": "bank", "SHORT": "short", "USHORT": "short",
+             "STORE": "store", "DUMPADDR": "dump"}
+    for tk in P.read_all(trace):
+        if tk.kind == "DUMPADDR":
+            dumping = True
+        if tk.kind == "DATA":
+            n["dump" if dumping else "result"] += 1
+        else:
+            n[kinds.get(tk.kind, "control")] += 1
+    return n
+
+
 def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
     """The interpreter-style message for a FAULT token the model wrote (None if it wrote none).
 

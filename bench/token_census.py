@@ -1,0 +1,110 @@
+"""Token census: where the tokens the model writes go, per kernel and in total.
+
+    python bench/token_census.py --from-log bench/results/corpus_sweep.jsonl   # rows of a sweep
+    python bench/token_census.py -k dot                                        # run launches now
+
+Every token through the model is a forward pass, so tokens are the cost users pay. Per kernel:
+tokens by kind (``qwengpu.runtime.engine.token_census``: PASS, MASK, BANK, result chunks, SHORT /
+USHORT, STORE, the dump, control), warp instructions and lane-group passes, tokens per warp
+instruction. The kinds are read from the model's own trace (run inside the standalone machine model,
+or the ``token_kinds`` of a ``bench/machine_weights.py --log`` row); the host computes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+KINDS = ("pass", "mask", "bank", "result", "short", "store", "dump", "control")
+
+
+def _run(kdir: Path, sub: str, max_passes: int) -> list[dict]:
+    import torch
+
+    from qwengpu.codegen.soft import run_for_weights
+    from qwengpu.runner import corpus
+    from qwengpu.runtime.engine import machine_model, run_machine, token_census
+
+    torch.set_num_threads(1)
+    _, model = machine_model()
+    rows = []
+    for cu, spec in corpus(kdir):
+        if sub not in cu.stem:
+            continue
+        passes = run_for_weights(cu, spec).stats["passes"]
+        if passes > max_passes:
+            print(f"  {cu.stem}: {passes:,} passes > --max-passes, skipped", file=sys.stderr)
+            continue
+        run = run_machine(cu, spec, model=model, max_tokens=60 * passes + 1000)
+        rows.append({"kernel": cu.stem, "status": "exact" if run.passed else "WRONG",
+                     "tokens": run.stats["tokens"], "prompt_tokens": len(run.prompt),
+                     "warp_instructions": run.stats["warp_instructions"], "passes": run.stats["passes"],
+                     "token_kinds": token_census(run.trace)})
+        print(f"  {cu.stem}: {run.stats['tokens']:,} tokens", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """The census as a Markdown table, one row per kernel and a total row."""
+    head = ["kernel", "tokens", *KINDS, "warp instr", "passes", "tok/warp instr", "prompt"]
+    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    tot = dict.fromkeys(["tokens", "warp_instructions", "passes", "prompt_tokens", *KINDS], 0)
+    for r in rows:
+        k = r["token_kinds"]
+        out.append("| " + " | ".join([r["kernel"], f"{r['tokens']:,}", *(f"{k[x]:,}" for x in KINDS),
+                                      f"{r['warp_instructions']:,}", f"{r['passes']:,}",
+                                      f"{r['tokens'] / max(r['warp_instructions'], 1):.2f}",
+                                      f"{r.get('prompt_tokens', 0):,}"]) + " |")
+        for x in KINDS:
+            tot[x] += k[x]
+        for x in ("tokens", "warp_instructions", "passes", "prompt_tokens"):
+            tot[x] += r.get(x, 0)
+    share = [f"{tot[x]:,} ({100 * tot[x] / max(tot['tokens'], 1):.1f} %)" for x in KINDS]
+    out.append("| **total** (" + f"{len(rows)} kernels) | {tot['tokens']:,} | " + " | ".join(share)
+               + f" | {tot['warp_instructions']:,} | {tot['passes']:,} | "
+               f"{tot['tokens'] / max(tot['warp_instructions'], 1):.2f} | {tot['prompt_tokens']:,} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--from-log", nargs="+", metavar="FILE", help="rows of bench/machine_weights.py --log")
+    ap.add_argument("--dir", default=str(ROOT / "kernels"))
+    ap.add_argument("-k", default="", help="only kernels whose name contains this")
+    ap.add_argument("--max-passes", type=int, default=20000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    if args.from_log:
+        rows = []
+        for path in args.from_log:
+            rows += [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+        missing = [r["kernel"] for r in rows if "tokens" in r and "token_kinds" not in r]
+        if missing:
+            print(f"token_census: rows without token_kinds (an older log): {', '.join(missing[:5])}",
+                  file=sys.stderr)
+            return 2
+        rows = sorted((r for r in rows if "token_kinds" in r and args.k in r["kernel"]),
+                      key=lambda r: r["kernel"])
+    else:
+        rows = _run(Path(args.dir), args.k, args.max_passes)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    print(f"command: python bench/token_census.py {' '.join(sys.argv[1:])}   (commit {commit}, "
+          f"{time.perf_counter() - t0:.0f} s)\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
