@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qwengpu.codegen.lowering import floatseq, int64
 from qwengpu.codegen.lowering.context import LowerCtx
 from qwengpu.codegen.lowering.driver import lower
 from qwengpu.codegen.lowering.kinds import KindAnalysis
@@ -33,49 +32,7 @@ from qwengpu.codegen.lowering.operands import V64
 from qwengpu.isa.program import Program
 from qwengpu.ptx.ir import Module
 
-__all__ = ["KindAnalysis", "Lowerer", "V64", "compute_layout", "lower_kernel"]
-
-
-class Lowerer(LowerCtx):
-    """The lowering context with the shared pair and float sequences as methods.
-
-    Why: ``softfloat64``'s emitter borrows these (``lw.Lowerer.add64`` ...) onto its own emitting
-    interface; each is a plain function ``(cx, ...)`` from ``lowering.int64`` / ``lowering.floatseq``.
-    """
-
-    add64 = int64.add64
-    sub64 = int64.sub64
-    _addc = int64.addc
-    mul64 = int64.mul64
-    mulhi64 = int64.mulhi64
-    shl64 = int64.shl64
-    shr64 = int64.shr64
-    cmp64 = int64.cmp64
-    clz64 = int64.clz64
-    neg64 = int64.neg64
-    udivmod64 = int64.udivmod64
-    sdivmod64 = int64.sdivmod64
-    mul64x64 = int64.mul64x64
-    round_pack64 = floatseq.round_pack64
-    unpack64 = floatseq.unpack64
-    round_pack = floatseq.round_pack
-    flush = floatseq.flush
-    unpack_norm = floatseq.unpack_norm
-    frsqrt = floatseq.frsqrt
-    i2f64 = floatseq.i2f64
-    f2i64 = floatseq.f2i64
-    dmul = floatseq.dmul
-    i2d = floatseq.i2d
-    d2f = floatseq.d2f
-    f2d = floatseq.f2d
-    dkey = floatseq.dkey
-    dnan = floatseq.dnan
-    dminmax = floatseq.dminmax
-    drnd = floatseq.drnd
-
-    def lower(self) -> Program:
-        """The machine program of this kernel."""
-        return lower(self)
+__all__ = ["KindAnalysis", "V64", "compute_layout", "lower_kernel"]
 
 
 def lower_kernel(module: Module, kernel: str, pointer_params: Sequence[bool] | None = None) -> Program:

@@ -7,7 +7,8 @@ code here, giving the same bits for every input and rounding mode. The tests pro
 expansion equal to the simulator's op on edge values and random bits
 (``tests/machine/test_softfloat64.py``).
 
-Building blocks: the pair helpers of ``lower.Lowerer`` (64-bit add/sub/shift/compare/clz,
+Building blocks: the lowering's pair helpers (``qwengpu.codegen.lowering.int64`` / ``floatseq``:
+64-bit add/sub/shift/compare/clz,
 ``unpack64``: the significand normalized to bit 52 and a biased exponent that drops below 1 for
 subnormals, ``round_pack64``: one rounding of a significand with its leading bit at 63 in any
 mode, subnormal results and overflow included) run here over a ``soft.Seq`` (``_L``), so the
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from qwengpu.codegen import lower as lw
+from qwengpu.codegen.lowering import floatseq, int64
 from qwengpu.codegen.softcore import Seq, register_floats
 from qwengpu.isa.instr import Imm, MInstr, P, R
 
@@ -50,7 +51,7 @@ Pair = tuple
 
 
 class _L:
-    """The ``lower.Lowerer`` emitting interface over a ``soft.Seq``, plus its pair helpers."""
+    """The lowering context's emitting interface over a ``soft.Seq``, plus its pair helpers."""
 
     def __init__(self, s: Seq) -> None:
         self.s = s
@@ -127,27 +128,27 @@ class _L:
         self.s.bra(lbl, guard)
 
     # the lowering's pair helpers and f64 sequences, reused as they are
-    add64 = lw.Lowerer.add64
-    sub64 = lw.Lowerer.sub64
-    _addc = lw.Lowerer._addc
-    shl64 = lw.Lowerer.shl64
-    shr64 = lw.Lowerer.shr64
-    cmp64 = lw.Lowerer.cmp64
-    clz64 = lw.Lowerer.clz64
-    neg64 = lw.Lowerer.neg64
-    mul64x64 = lw.Lowerer.mul64x64
-    round_pack64 = lw.Lowerer.round_pack64
-    unpack64 = lw.Lowerer.unpack64
-    round_pack = lw.Lowerer.round_pack
-    flush = lw.Lowerer.flush
-    unpack_norm = lw.Lowerer.unpack_norm
-    dmul = lw.Lowerer.dmul
-    i2d = lw.Lowerer.i2d
-    d2f = lw.Lowerer.d2f
-    f2d = lw.Lowerer.f2d
-    dkey = lw.Lowerer.dkey
-    dnan = lw.Lowerer.dnan
-    drnd = lw.Lowerer.drnd
+    add64 = int64.add64
+    sub64 = int64.sub64
+    _addc = int64.addc
+    shl64 = int64.shl64
+    shr64 = int64.shr64
+    cmp64 = int64.cmp64
+    clz64 = int64.clz64
+    neg64 = int64.neg64
+    mul64x64 = int64.mul64x64
+    round_pack64 = floatseq.round_pack64
+    unpack64 = floatseq.unpack64
+    round_pack = floatseq.round_pack
+    flush = floatseq.flush
+    unpack_norm = floatseq.unpack_norm
+    dmul = floatseq.dmul
+    i2d = floatseq.i2d
+    d2f = floatseq.d2f
+    f2d = floatseq.f2d
+    dkey = floatseq.dkey
+    dnan = floatseq.dnan
+    drnd = floatseq.drnd
 
     # ---- new helpers
     def pair_zero(self, x: Pair) -> P:
