@@ -1,6 +1,7 @@
 """The mount on Qwen3.5-2B shapes (random weights): build time, peak build memory, size on disk,
 launch tokens/s through the mount (our runtime) vs the standalone machine in the same process,
-memory with our runtime, and the stock forward's cost per token at the mounted width.
+memory with our runtime, text decode with our text runtime (tokens/s, RSS), and the stock forward's
+cost per token at the mounted width.
 
     OMP_NUM_THREADS=1 python bench/mount_2b.py --layout causal --layout conditional [--work DIR]
 
@@ -140,6 +141,10 @@ def run_layout(layout: str, work: Path) -> dict:
         shutil.rmtree(base, ignore_errors=True)  # the launches need only the mount
         done = sh([sys.executable, "-c", LAUNCH, str(mount), *map(str, KERNELS)])
         row["launch"] = json.loads(done.stdout.strip().splitlines()[-1])
+        # the text runtime on the whole 2B mount (its stock forward does not fit: ours alone)
+        done = sh([sys.executable, str(ROOT / "bench" / "mount_text.py"), "--mount", str(mount), "--no-stock",
+                   "--tokens", "8", "--json"])
+        row["text"] = json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(mount, ignore_errors=True)
@@ -192,6 +197,10 @@ def main() -> int:
     line("mount on disk (float32)", lambda r: f"{r['mount_bytes'] / 1e9:.2f} GB")
     line("load with our runtime (checks + gather)", lambda r: f"{r['launch']['load_seconds']:.0f} s, "
          f"RSS {r['launch']['rss_after_load'] / 2**30:.2f} GiB")
+    line("text: our text runtime (base layers alone), greedy decode of 8 tokens, RSS after it",
+         lambda r: f"{r['text']['ours_tokens_per_second']:.2f} tokens/s, "
+         f"{r['text']['ours_rss'] / 2**30:.2f} GiB (load {r['text']['ours_load_seconds']:.0f} s)"
+         if "text" in r else "not run")
     for k in KERNELS:
         def cell(r, k=str(k)):
             x = r["launch"]["kernels"][k]
