@@ -18,6 +18,13 @@ checks that every position's argmax is the next trace token (issue 4's replay, f
 run with an existing log skips the kernels it already holds (a sweep can be resumed, also by
 several ``--shard I/N`` processes with one log each), and ``--from-log FILE ...`` prints the table
 and totals of logs without running anything.
+
+``--model MOUNT`` runs every launch through a mounted checkpoint (``qwengpu build``: the machine's
+layers in front of a Qwen3.5, our mounted runtime) instead of the standalone machine, with the same
+checks. ``--compare LOG ...`` then sets each kernel's prompt tokens, trace tokens, warp instructions
+and lane-group passes beside the rows of earlier logs (``bench/results/corpus_replay.jsonl``) and
+exits 1 when any differs or a kernel of the earlier logs is missing (a restructuring or a mount that
+claims "the same machine" shows it on the whole corpus).
 """
 
 from __future__ import annotations
@@ -87,6 +94,10 @@ def main() -> None:
                     help="run only the kernels whose corpus index is I mod N (several 1-thread processes)")
     ap.add_argument("--from-log", nargs="+", metavar="FILE",
                     help="run nothing: print the table and totals of the rows in these --log files")
+    ap.add_argument("--model", metavar="MOUNT",
+                    help="run the launches through this mounted checkpoint (qwengpu build) instead")
+    ap.add_argument("--compare", nargs="+", metavar="LOG",
+                    help="compare each kernel's token counts with these earlier logs; exit 1 on a difference")
     args = ap.parse_args()
     shard, nshards = (int(x) for x in args.shard.split("/"))
     torch.set_num_threads(args.threads)
@@ -100,8 +111,15 @@ def main() -> None:
 
     cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
     t0 = time.perf_counter()
-    model, chunked, params = None, None, 0
-    if not args.from_log:
+    model, chunked, params, mount = None, None, 0, None
+    if args.model and args.replay:
+        ap.error("--replay replays the standalone machine's prefill; it does not combine with --model")
+    if args.model and not args.from_log:
+        from qwengpu.runtime.mounted import mounted_model
+
+        mount = mounted_model(args.model)
+        params = sum(int(np.prod(s)) for s in _mount_shapes(args.model))
+    elif not args.from_log:
         _, model = machine_model()
         params = sum(p.numel() for p in model.parameters())
         if args.replay:
@@ -136,7 +154,7 @@ def main() -> None:
         lines = Path(args.log).read_text().splitlines()
         done = {json.loads(line)["kernel"] for line in lines if line.strip()}
         items = [(cu, spec) for cu, spec in items if cu.stem not in done]
-    provenance = _provenance()
+    provenance = _provenance() | ({"mount": str(args.model)} if args.model else {})
     for cu, spec in items:
         row: dict = {"kernel": cu.stem, **provenance}
         try:
@@ -151,7 +169,10 @@ def main() -> None:
             row.update(status="not run", detail=f"{sim.stats['passes']:,} passes > --max-passes")
             rows.append(row)
             continue
-        run = run_machine(cu, spec, model=model, max_tokens=60 * sim.stats["passes"] + 1000)
+        if mount is not None:
+            run = mount.launch(cu, spec, max_tokens=60 * sim.stats["passes"] + 1000)
+        else:
+            run = run_machine(cu, spec, model=model, max_tokens=60 * sim.stats["passes"] + 1000)
         ref = run_kernel(cu, spec)
         same = all(  # bit for bit, any element width (a 1-byte bool buffer has no uint32 view)
             np.asarray(run.outputs[n]).dtype == np.asarray(ref.outputs[n]).dtype
@@ -271,6 +292,53 @@ def main() -> None:
             f"{load_s:.1f} s; peak RSS {s['peak_rss_bytes'] / 2**30:.1f} GiB"
         )
 
+    if args.compare:
+        sys.exit(_compare(rows, args.compare))
+
+
+COMPARED = ("prompt_tokens", "tokens", "warp_instructions", "passes")
+
+
+def _compare(rows: list[dict], logs: list[str]) -> int:
+    """Set each kernel's counts beside the earlier logs' rows; 1 when any differs or is missing."""
+    before: dict[str, dict] = {}
+    for path in logs:
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                before[r["kernel"]] = r
+    now = {r["kernel"]: r for r in rows}
+    same, bad = 0, []
+    for name in sorted(before):
+        b, r = before[name], now.get(name)
+        if "tokens" not in b:
+            continue
+        if r is None or "tokens" not in r:
+            bad.append(f"{name}: in the earlier log, not run now ({(r or {}).get('status', 'missing')})")
+            continue
+        diff = [f"{k} {b.get(k)} -> {r.get(k)}" for k in COMPARED if b.get(k) != r.get(k)]
+        if r["status"] not in ("exact", "approx"):
+            diff.append(f"status {r['status']}")
+        if diff:
+            bad.append(f"{name}: " + ", ".join(diff))
+        else:
+            same += 1
+    print(f"compared with {', '.join(logs)}: {same} of {same + len(bad)} kernels have the same "
+          f"{', '.join(COMPARED)} and ran exact")
+    for line in bad:
+        print("  DIFFERS " + line)
+    return 1 if bad else 0
+
+
+def _mount_shapes(path: str) -> list[tuple[int, ...]]:
+    """Every tensor shape of a mounted checkpoint (read from the safetensors headers only)."""
+    from safetensors import safe_open
+
+    shapes = []
+    for f in sorted(Path(path).glob("*.safetensors")):
+        with safe_open(str(f), framework="np") as h:
+            shapes += [tuple(h.get_slice(k).get_shape()) for k in h.keys()]
+    return shapes
 
 if __name__ == "__main__":
     main()

@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", metavar="DIR", help="--engine model: the mounted checkpoint (`qwengpu build`)")
     p.add_argument("-k", metavar="SUBSTR", help="only kernels whose file name contains SUBSTR")
     p.add_argument("--json", action="store_true", help="print one JSON object with every result")
+    p.add_argument("--log", metavar="FILE",
+                   help="append each kernel's row to FILE as a JSON line as soon as it is done (long sweeps)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
     _add_compile_flags(p)
 
@@ -292,21 +294,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
                     res.mismatches[0] + (f" (+{len(res.mismatches) - 1})" if len(res.mismatches) > 1 else ""),
                 )
             steps = res.stats["warp_instructions"]
+            tokens = res.stats.get("tokens")  # what the model wrote (machine and model engines)
         except QwenGPUError as exc:
-            status, detail, steps = "ERROR", str(exc).splitlines()[0], 0
+            status, detail, steps, tokens = "ERROR", str(exc).splitlines()[0], 0, None
         dt = time.perf_counter() - t0
         failed += status in ("FAIL", "ERROR")
-        rows.append(
-            {
-                "kernel": cu.stem,
-                "status": status,
-                "warp_instructions": steps,
-                "seconds": round(dt, 3),
-                "detail": detail,
-            }
-        )
+        row = {"kernel": cu.stem, "status": status, "warp_instructions": steps, "seconds": round(dt, 3),
+               "detail": detail}
+        if tokens is not None:
+            row["tokens"] = tokens
+        rows.append(row)
+        if args.log:
+            with open(args.log, "a") as f:
+                f.write(json.dumps(row) + "\n")
         if not args.json:
-            print(f"{status:6s} {cu.stem:28s} {steps:>9,} {dt:7.2f}s  {detail}", flush=True)
+            tok = f" {tokens:>9,} tokens" if tokens is not None else ""
+            print(f"{status:6s} {cu.stem:28s} {steps:>9,}{tok} {dt:7.2f}s  {detail}", flush=True)
     npass = sum(r["status"] in ("pass", "approx") for r in rows)
     if args.json:
         print(json.dumps({"engine": args.engine, "passed": npass, "failed": failed, "results": rows}))

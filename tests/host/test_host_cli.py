@@ -51,7 +51,9 @@ def test_ask_view_on_the_interpreter_is_labelled_a_dry_run(tmp_path, capsys):
     assert code == 0 and "DRY RUN" in out and "GPU result: out = [7]" in out
 
 
-def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
+def _eval_three_questions(tmp_path, model_dir, engine, capsys) -> dict:
+    """``qwengpu eval`` on three questions with scripted replies: one right first try, one whose
+    kernel runs but computes the wrong thing, one fixed on the retry; returns the JSON summary."""
     qs = [
         {"id": "add", "category": "int", "question": "What is 3 + 4?", "type": "int", "answer": [7]},
         {
@@ -85,9 +87,9 @@ def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
             "eval",
             str(tmp_path),
             "--model",
-            str(chat_model_dir),
+            str(model_dir),
             "--engine",
-            "machine",
+            engine,
             "--replies",
             str(rf),
             "--json",
@@ -97,11 +99,25 @@ def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
         capsys,
     )
     assert code == 0
-    s = json.loads(out)["summary"]
+    d = json.loads(out)
+    s = d["summary"]
     g, n = s["gpu"], s["no-gpu"]
     assert (g["n"], g["first_try_correct"], g["correct"], g["ran_but_wrong"]) == (3, 1, 2, 1)
     assert n["correct"] == 1 and s["gpu_minus_no_gpu_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
     assert json.loads(out_file.read_text())["summary"] == s
+    return d
+
+
+def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
+    _eval_three_questions(tmp_path, chat_model_dir, "machine", capsys)
+
+
+def test_eval_end_to_end_through_the_mounted_model(tmp_path, small_mount, capsys):
+    """The same scripted eval on a synthetic *mount*: every reply teacher-forced through the mount's
+    text forward, every launch inside the same mount as its own sequence."""
+    d = _eval_three_questions(tmp_path, small_mount, "model", capsys)
+    ran = [a for r in d["results"] if r["mode"] == "gpu" for a in r["turn"]["attempts"] if a["ok"]]
+    assert len(ran) == 3 and all(a["stats"]["runtime"] == "mounted-fast" for a in ran)
 
 
 @pytest.mark.parametrize(
