@@ -214,6 +214,13 @@ def as_pair(cx: LowerCtx, v: V64, ins: Instr) -> tuple[R | Imm, R | Imm]:
     if v.const is not None:
         full = (v.base + v.const) & M64
         return Imm(full), Imm(full >> 32)
+    if v.kind == "w" and not v.base & M32:
+        # a window word w stands for base + sx(w) (every window base has zero low bits, and POISON
+        # maps to base - 2^31, which to_window maps back to POISON); e.g. a __constant__ table's
+        # address that goes into integer arithmetic with a loaded index
+        s = cx.op("shr", v.lo, Imm(31), sign="s")
+        bh = (v.base >> 32) & M32
+        return v.lo, (cx.op("add", s, Imm(bh)) if bh else s)
     raise cx.fail(ins, "internal: a window value used as a 64-bit integer")
 
 
