@@ -114,6 +114,25 @@ def test_runner_engine_model(small_mount, mounted_fast):
     assert js["stats"]["prompt_tokens"] > 0 and js["stats"]["tokens"] > 0 and "seconds" in js["stats"]
 
 
+def test_check_engine_model_reports_tokens_and_logs(small_mount, mounted_fast, tmp_path, capsys):
+    """``qwengpu check DIR --engine model --model M``: a kernel through the mount passes, its row
+    carries the tokens the model wrote, and ``--log`` keeps the row as one JSON line."""
+    from qwengpu.cli import main
+    from qwengpu.runtime import mounted
+
+    mounted._LOADED.clear()
+    mounted._LOADED[(str(Path(small_mount).resolve()), "fast", "cpu:float32",
+                     (small_mount / "qwengpu_mount.json").stat().st_mtime)] = mounted_fast
+    log = tmp_path / "rows.jsonl"
+    code = main(["check", str(KERNELS), "-k", "vadd", "--engine", "model", "--model", str(small_mount),
+                 "--json", "--log", str(log)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["engine"] == "model" and out["passed"] == 1 and out["failed"] == 0
+    (row,) = out["results"]
+    assert row["status"] == "pass" and row["tokens"] > row["warp_instructions"] > 0
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [row]
+
+
 def test_fast_runtime_falls_back_when_a_launch_token_is_text(mounted_fast):
     """A fed id below V is not a machine token: the fast path does not apply (stock runs instead),
     and a text token written during a launch is an error, never mapped."""
