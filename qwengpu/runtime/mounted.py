@@ -116,12 +116,16 @@ def fast_from_mount(path: str | Path, rec: dict[str, Any] | None = None, progres
         raise NotExact("machine embedding rows are not zero outside the machine dims")
     memb = memb[:, Rt].contiguous()
     for a in range(0, V, 16384):
+        if progress is not None:
+            progress(f"checking the base's lm_head rows {a:,}..{min(V, a + 16384):,} of {V:,}")
         rows = ck.rows(head_name, a, min(V, a + 16384))
         if rows[:, Rt].ne(0).any():
             raise NotExact("a base lm_head row is not zero on the machine dims")
     mhead = ck.rows(head_name, V, V + MACHINE_VOCAB)[:, Rt].contiguous()
     # -- base layers: no biases, reading projections zero on the machine dims
     for i in range(lm, nl):
+        if progress is not None:
+            progress(f"checking base layer {i + 1 - lm}/{nl - lm}")
         for name in [n for n in ck.names() if n.startswith(f"{pre}layers.{i}.")]:
             leaf, kind = _layer_parts(name)
             if kind == "bias" and ck.info(name)["shape"] and any(ck.get(name).ne(0).reshape(-1)):
@@ -309,8 +313,24 @@ def mounted_model(path: str | Path, runtime: str = "fast", device: str = "cpu",
     side = p / "qwengpu_mount.json"
     key = (str(p.resolve()), runtime, f"{device}:{dtype}", side.stat().st_mtime if side.exists() else 0.0)
     if key not in _LOADED:
-        _LOADED[key] = MountedModel.load(p, runtime=runtime, device=device, dtype=dtype)
+        _LOADED[key] = MountedModel.load(p, runtime=runtime, device=device, dtype=dtype,
+                                         progress=load_notes(p))
     return _LOADED[key]
+
+
+def load_notes(path: Path, every: float = 10.0) -> Callable[[str], None]:
+    """A progress callback for a long mount load (a 2B mount's checks read ~31 GB): one line on
+    stderr when a stage starts at least ``every`` seconds after the last line, none for fast loads."""
+    t0 = time.perf_counter()
+    last = [t0]
+
+    def note(msg: str) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every:
+            last[0] = now
+            print(f"qwengpu: loading the mount {path} ({now - t0:.0f} s): {msg}", file=sys.stderr, flush=True)
+
+    return note
 
 
 def describe(path: str | Path) -> dict[str, Any]:

@@ -395,3 +395,15 @@ def test_default_width():
     assert default_width(2048, 3734, 2048) == 4096  # the 2B: c = sqrt(2)
     assert default_width(256, 1942, 2048) == 2304  # c = 3
     assert default_width(512, 2198, 2048) == 2560
+
+
+def test_long_mount_loads_say_what_they_are_doing(capsys):
+    """A 2B mount's load reads ~31 GB: its stages are reported on stderr, throttled."""
+    from qwengpu.runtime.mounted import load_notes
+
+    note = load_notes(Path("M"), every=0.0)
+    note("checking base layer 1/24")
+    quiet = load_notes(Path("M"), every=3600.0)
+    quiet("never shown")
+    err = capsys.readouterr().err
+    assert "loading the mount M" in err and "checking base layer 1/24" in err and "never shown" not in err
