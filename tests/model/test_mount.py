@@ -300,6 +300,23 @@ def test_build_refuses_bad_input(small_base, small_mount, tmp_path, capsys, monk
     assert code == 7 and "too narrow" in err
 
 
+def test_build_that_runs_out_of_disk_midway_leaves_nothing(small_base, tmp_path, capsys, monkeypatch):
+    """The disk fills up while a shard is written (ENOSPC after the free-space estimate passed):
+    a message naming the cause, exit 7, no OUT and no temporary folder left behind."""
+    import errno
+
+    import qwengpu.model.mount as mount
+
+    def full(self, progress=None):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(mount._ShardWriter, "write_all", full)
+    out = tmp_path / "m"
+    code, err = _cli(["build", "--base", str(small_base), "--out", str(out)], capsys)
+    assert code == 7 and "No space left on device" in err and str(out) in err
+    assert not out.exists() and not _left_behind(tmp_path) and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_build_refuses_a_layer_shape_the_machine_does_not_fit(small_base, tmp_path, capsys):
     """A layer shape the machine cannot be compiled into (found by compiling: minutes)."""
