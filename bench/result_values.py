@@ -1,0 +1,237 @@
+"""What the register results the machine writes look like, and what result encodings could save.
+
+    python bench/result_values.py [--dir kernels] [-k NAME] [--json]
+
+Why: results are three quarters of the tokens the model writes (`bench/token_census.py`: result
+chunks 63 %, SHORT/USHORT 12 % over the corpus), and issue 14 asks for a denser machine. Before
+changing the protocol, measure what the values are: how many lane-group results are uniform,
+lane-affine (``base + lane * stride``), small, or none of these, per pass and per warp instruction.
+
+How: each kernel's weights program (``codegen.soft.run_for_weights``: the program the model runs,
+pass for pass) is executed on the ISA simulator with its register and predicate writes observed.
+Per lane group with an active lane, the result tokens of today's protocol are counted from its
+rules (``machine/circuit.py`` ``emit``: a group whose active lanes all hold one value and cover the
+group's threads costs USHORT (1, value < 1024) or three uniform chunks; otherwise each active lane
+costs SHORT (1, value < 256) or three 11-bit chunks; a predicate write is one DATA token). That
+count is compared with the result + SHORT/USHORT tokens the model really wrote (the census in
+``--census LOG``, a ``bench/machine_weights.py --log`` file): the output says on how many kernels
+the cost model is exact and how far off the total is, so the projections below can be weighed.
+Projections (each alone, same passes):
+
+* ``chunks``: a lane value costs ceil(significant bits / 11) chunks (0 costs one) instead of 3;
+* ``affine``: a group whose active lanes are ``b + lane * s`` costs 4 tokens (header, b, s);
+* ``warp``: a value uniform (or affine) over the whole warp instruction is written once for all
+  its groups (3 tokens, 1 when small), the other groups write nothing.
+
+These are upper bounds of what an encoding can save on results alone; the PASS and MASK tokens
+(24 % of the corpus) are not touched by them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LANES = 4
+
+
+def _lane_cost(v: int) -> int:
+    return 1 if v < 256 else 3
+
+
+def _chunks(v: int) -> int:
+    return max(1, (int(v).bit_length() + 10) // 11)
+
+
+def _affine(vals: np.ndarray, lanes: np.ndarray) -> bool:
+    """Are the values ``b + lane * s`` (mod 2^32) over these lanes?"""
+    if len(vals) < 3:
+        return True
+    v = vals.astype(np.int64)
+    s = (v[1] - v[0]) * 1  # lanes may be sparse: compare against the first two
+    dl = lanes[1] - lanes[0]
+    if (s % dl) != 0:
+        return False
+    step = s // dl
+    return bool(np.all((v - v[0]) % (1 << 32) == ((lanes - lanes[0]) * step) % (1 << 32)))
+
+
+class Observer:
+    """Counts, for every observed register write, today's result tokens and the projections."""
+
+    def __init__(self) -> None:
+        self.c: Counter = Counter()
+
+    def reg(self, v: np.ndarray, m: np.ndarray | None, nthreads: int, live: np.ndarray) -> None:
+        act = np.ones(32, dtype=bool) if m is None else m
+        act = act & (np.arange(32) < nthreads)
+        if not act.any():
+            return
+        vals = np.asarray(v, dtype=np.uint32)
+        c = self.c
+        c["writes"] += 1
+        groups = [g for g in range(8) if act[4 * g:4 * g + 4].any()]
+        lanes_all = np.nonzero(act)[0]
+        warp_uni = bool(np.all(vals[lanes_all] == vals[lanes_all[0]]))
+        warp_aff = _affine(vals[lanes_all], lanes_all)
+        now_total = 0
+        for g in groups:
+            a = act[4 * g:4 * g + 4]
+            lanes = np.nonzero(a)[0]
+            gv = vals[4 * g:4 * g + 4][a]
+            # uniform: one value, and every live lane of the group takes it (emit's rule)
+            uni = bool(np.all(gv == gv[0])) and not (live[4 * g:4 * g + 4] & ~a).any()
+            if uni:
+                now = 1 if int(gv[0]) < 1024 else 3
+                c["groups_uniform"] += 1
+            else:
+                now = sum(_lane_cost(int(x)) for x in gv)
+            c["groups"] += 1
+            small = all(int(x) < 256 for x in gv)
+            aff = _affine(gv, lanes)
+            c["groups_small_per_lane"] += small and not uni
+            c["groups_affine_not_uniform"] += aff and not uni
+            c["groups_other"] += not (uni or small or aff)
+            now_total += now
+            c["now"] += now
+            c["chunks"] += (1 if int(gv[0]) < 1024 else _chunks(int(gv[0]))) if uni else sum(
+                1 if int(x) < 256 else _chunks(int(x)) for x in gv)
+            c["affine"] += min(now, 4) if aff else now
+        c["warp_uniform"] += warp_uni
+        c["warp_affine_not_uniform"] += warp_aff and not warp_uni
+        if warp_uni:
+            c["warp"] += 1 if int(vals[lanes_all[0]]) < 1024 else 3
+        elif warp_aff:
+            c["warp"] += 4
+        else:
+            c["warp"] += now_total
+
+    def pred(self, m: np.ndarray | None, nthreads: int) -> None:
+        act = np.ones(32, dtype=bool) if m is None else m
+        act = act & (np.arange(32) < nthreads)
+        n = sum(bool(act[4 * g:4 * g + 4].any()) for g in range(8))
+        for k in ("now", "chunks", "affine"):
+            self.c[k] += n
+        self.c["warp"] += n
+        self.c["pred_groups"] += n
+
+
+def observe(cu: Path, spec: Path) -> tuple[dict, dict]:
+    """Run the weights program of one launch with its writes observed: (counts, sim stats)."""
+    from qwengpu.codegen.soft import run_for_weights
+    from qwengpu.isa.sim import MachineSim
+
+    obs = Observer()
+    orig_dst, orig_pdst = MachineSim._dst, MachineSim._pdst
+
+    def _dst(self, x):
+        write = orig_dst(self, x)
+
+        def w(warp, v, m):
+            obs.reg(np.broadcast_to(np.asarray(v, dtype=np.uint32), (32,)), m, warp.nlanes, warp.live)
+            write(warp, v, m)
+
+        return w
+
+    def _pdst(self, x):
+        write = orig_pdst(self, x)
+
+        def w(warp, v, m):
+            obs.pred(m, warp.nlanes)
+            write(warp, v, m)
+
+        return w
+
+    MachineSim._dst, MachineSim._pdst = _dst, _pdst
+    try:
+        res = run_for_weights(cu, spec)
+    finally:
+        MachineSim._dst, MachineSim._pdst = orig_dst, orig_pdst
+    return dict(obs.c), res.stats
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=str(ROOT / "kernels"))
+    ap.add_argument("-k", default="", help="only kernels whose name contains this")
+    ap.add_argument("--census", metavar="LOG",
+                    help="a bench/machine_weights.py --log file: check the cost model against it")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from qwengpu.errors import QwenGPUError
+    from qwengpu.runner import corpus
+
+    census = {}
+    if args.census:
+        for line in Path(args.census).read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                if "token_kinds" in r:
+                    census[r["kernel"]] = r
+    rows, tot = [], Counter()
+    for cu, spec in corpus(args.dir):
+        if args.k not in cu.stem:
+            continue
+        try:
+            counts, stats = observe(cu, spec)
+        except QwenGPUError as e:
+            rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
+            continue
+        row = {"kernel": cu.stem, "passes": stats["passes"], "warp_instructions": stats["warp_instructions"],
+               **counts}
+        if cu.stem in census:
+            k = census[cu.stem]["token_kinds"]
+            row["measured"] = k["result"] + k["short"]
+            row["tokens"] = census[cu.stem]["tokens"]
+        rows.append(row)
+        tot.update({k: v for k, v in row.items() if isinstance(v, int)})
+        seen = f"  measured {row['measured']:>9,}" if "measured" in row else ""
+        print(f"  {cu.stem:26s} now {counts.get('now', 0):>9,}{seen}", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps({"rows": rows, "total": dict(tot)}))
+        return 0
+    print("$ python bench/result_values.py " + " ".join(sys.argv[1:]))
+    print(f"lane-group results: {tot['groups']:,} register + {tot['pred_groups']:,} predicate "
+          f"({tot['writes']:,} warp register writes, {tot['passes']:,} passes)")
+    g = max(tot["groups"], 1)
+    print(f"  uniform over the group {tot['groups_uniform'] / g:.1%}, lane-affine (not uniform) "
+          f"{tot['groups_affine_not_uniform'] / g:.1%}, every lane < 256 (neither) "
+          f"{tot['groups_small_per_lane'] / g:.1%}, other {tot['groups_other'] / g:.1%}")
+    w = max(tot["writes"], 1)
+    print(f"  warp instructions whose value is uniform over the warp {tot['warp_uniform'] / w:.1%}, "
+          f"affine over the warp (not uniform) {tot['warp_affine_not_uniform'] / w:.1%}")
+    if "measured" in tot:
+        seen = [r for r in rows if "measured" in r]
+        same = sum(r["measured"] == r["now"] for r in seen)
+        print(f"cost model vs the model's own tokens (result + SHORT/USHORT): model {tot['now']:,}, "
+              f"measured {tot['measured']:,} ({tot['now'] / max(tot['measured'], 1) - 1:+.2%}); equal on "
+              f"{same} of {len(seen)} kernels")
+        for r in rows:
+            if "measured" in r and r["measured"] != r["now"]:
+                print(f"  {r['kernel']}: model {r['now']:,} vs measured {r['measured']:,}")
+    print("\n| result encoding (alone) | result tokens | vs today |")
+    print("|---|---:|---:|")
+    for key, label in (("now", "today (cost model)"),
+                       ("chunks", "variable-length lanes (ceil(bits/11))"),
+                       ("affine", "lane-affine groups in 4 tokens"),
+                       ("warp", "warp-uniform/affine once per warp")):
+        print(f"| {label} | {tot[key]:,} | {tot[key] / max(tot['now'], 1):.2f} |")
+    if "tokens" in tot:
+        other = tot["tokens"] - tot["measured"]
+        best = other + min(tot[k] for k in ("chunks", "affine", "warp"))
+        print(f"\nall tokens the model wrote: {tot['tokens']:,} ({other:,} not results); with the best "
+              f"encoding above: {best:,} = {best / max(tot['warp_instructions'], 1):.2f} per warp "
+              "instruction")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
