@@ -132,51 +132,78 @@ def build_model(compiled: CompiledCircuit, dtype: torch.dtype = torch.float32,
 
 @torch.no_grad()
 def write_weights(model, compiled: CompiledCircuit, io: TokenIO) -> None:
+    """Every parameter of ``model`` from ``compiled``: each layer (:func:`write_layer`), the final
+    norm, the embedding and the head (:func:`embedding_rows`, :func:`head_rows`)."""
     res = compiled.residual
-    for p in model.parameters():
+    tm = model.model
+    tm.norm.weight.fill_(res.norm_weight)
+    for lp, layer in zip(compiled.layers, tm.layers, strict=True):
+        write_layer(layer, lp, compiled, model.config)
+    tm.embed_tokens.weight.copy_(embedding_rows(compiled, io, tm.embed_tokens.weight.dtype))
+    model.lm_head.weight.copy_(head_rows(compiled, io, model.lm_head.weight.dtype))
+
+
+@torch.no_grad()
+def write_layer(layer, lp, compiled: CompiledCircuit, config) -> None:
+    """One decoder layer's parameters (zeroed first): norms, the DeltaNet banks, the MLP neurons.
+    Separate so that a checkpoint can be written one layer at a time (the 2B-shape machine is
+    ~9 GB in float32: ``qwengpu.model.machine_checkpoint`` streams it)."""
+    res = compiled.residual
+    for p in layer.parameters():
         p.zero_()
     w = res.norm_weight
-    tm = model.model
-    tm.norm.weight.fill_(w)
-    for lp, layer in zip(compiled.layers, tm.layers, strict=True):
-        layer.input_layernorm.weight.fill_(w)
-        layer.post_attention_layernorm.weight.fill_(w)
-        if lp.layer_type == FULL:
-            if lp.banks:  # pragma: no cover - the scheduler never puts banks there
-                raise FitError(f"layer {lp.index}: memory banks need a linear_attention layer")
-        elif lp.banks:
-            from .memory import program_linear_attention
+    layer.input_layernorm.weight.fill_(w)
+    layer.post_attention_layernorm.weight.fill_(w)
+    if lp.layer_type == FULL:
+        if lp.banks:  # pragma: no cover - the scheduler never puts banks there
+            raise FitError(f"layer {lp.index}: memory banks need a linear_attention layer")
+    elif lp.banks:
+        from .memory import program_linear_attention
 
-            banks = [placeholder_bank(b, compiled.dim_of) for b in lp.banks]
-            program_linear_attention(layer.linear_attn, model.config, banks, res.one_dim)
-        rows = neuron_rows(compiled, lp)
-        cert = certify(rows)
-        if not cert.ok():
-            worst = max(cert.max_gate, cert.max_up, cert.max_hidden, cert.max_down_sum)
-            raise FitError(f"layer {lp.index}: MLP magnitudes reach {worst:.3g} >= 2**24, float32 sums would "
-                           "round (use a smaller Circuit(chunk=...))")
-        mlp = layer.mlp
-        for param, col, transpose in ((mlp.gate_proj.weight, 0, False), (mlp.up_proj.weight, 1, False),
-                                      (mlp.down_proj.weight, 2, True)):
-            idx = [(n, d, v) for n, row in enumerate(rows) for d, v in row[col].items()]
-            if idx:
-                ns, ds, vs = (list(t) for t in zip(*idx, strict=True))
-                where = (ds, ns) if transpose else (ns, ds)
-                param[where] = torch.tensor(vs, dtype=torch.float64).to(param.dtype)
-    base = torch.as_tensor(res.base())
-    emb = tm.embed_tokens.weight
-    emb.copy_(base.expand_as(emb))
-    head = model.lm_head.weight
+        banks = [placeholder_bank(b, compiled.dim_of) for b in lp.banks]
+        program_linear_attention(layer.linear_attn, config, banks, res.one_dim)
+    rows = neuron_rows(compiled, lp)
+    cert = certify(rows)
+    if not cert.ok():
+        worst = max(cert.max_gate, cert.max_up, cert.max_hidden, cert.max_down_sum)
+        raise FitError(f"layer {lp.index}: MLP magnitudes reach {worst:.3g} >= 2**24, float32 sums would "
+                       "round (use a smaller Circuit(chunk=...))")
+    mlp = layer.mlp
+    for param, col, transpose in ((mlp.gate_proj.weight, 0, False), (mlp.up_proj.weight, 1, False),
+                                  (mlp.down_proj.weight, 2, True)):
+        idx = [(n, d, v) for n, row in enumerate(rows) for d, v in row[col].items()]
+        if idx:
+            ns, ds, vs = (list(t) for t in zip(*idx, strict=True))
+            where = (ds, ns) if transpose else (ns, ds)
+            param[where] = torch.tensor(vs, dtype=torch.float64).to(param.dtype)
+
+
+def embedding_rows(compiled: CompiledCircuit, io: TokenIO,
+                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``embed_tokens``: the residual's base state, and row v sets the input bits of token v."""
+    base = torch.as_tensor(compiled.residual.base())
+    emb = base.to(dtype).expand(io.vocab_size, -1).clone()
     if io.enabled:
         in_dims = [d for name, _ in io.inputs for d in compiled.input_dims(name)]
         ids = torch.arange(io.vocab_size)
         for j, d in enumerate(in_dims):
             emb[:, d] = torch.where(((ids >> j) & 1).bool(), 1.0, -1.0)
+    return emb
+
+
+def head_rows(compiled: CompiledCircuit, io: TokenIO, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``lm_head``: row v scores +-1 agreement with output pattern v; rows past the patterns read
+    the one dimension negatively (never the argmax)."""
+    res = compiled.residual
+    head = torch.zeros(io.vocab_size, res.hidden_size, dtype=dtype)
+    if io.enabled:
+        ids = torch.arange(io.vocab_size)
         out_dims = [d for name, _ in io.outputs for d in compiled.output_dims(name)]
         n_pat = 1 << len(out_dims)
         for j, d in enumerate(out_dims):
             head[:n_pat, d] = torch.where(((ids[:n_pat] >> j) & 1).bool(), 1.0, -1.0)
         head[n_pat:, res.one_dim] = -float(max(1, len(out_dims)))
+    return head
 
 
 # ---------------------------------------------------------------------------------------------

@@ -150,14 +150,28 @@ def _fsync(path: Path) -> None:
 
 def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) -> Path:
     """``save_compiled`` into a temporary folder beside ``out``, add the machine record, rename."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex}"
     from transformers.utils import logging as hf_logging
+
+    def fill(tmp: Path) -> dict[str, Any]:
+        save_compiled(model, compiled, tmp)
+        return meta
 
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # the caller reports progress; no transformers bars
     try:
-        save_compiled(model, compiled, tmp)
+        return _publish(out, overwrite, fill)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _publish(out: Path, overwrite: bool, fill: Callable[[Path], dict[str, Any]]) -> Path:
+    """``fill(tmp)`` writes the checkpoint into a temporary folder beside ``out`` and returns the
+    machine record; the record is added and the folder renamed to ``out`` (nothing half-written)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex}"
+    try:
+        meta = fill(tmp)
         side = tmp / MACHINE_SIDECAR
         side.write_text(json.dumps(meta, indent=1))
         _fsync(side)
@@ -173,11 +187,84 @@ def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) ->
             os.rename(tmp, out)
         _fsync(out.parent)
     finally:
-        if bars:
-            hf_logging.enable_progress_bar()
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def stream_checkpoint(out: Path, config=None, shape: MachineShape = DEFAULT_SHAPE, *, overwrite: bool = False,
+                      progress: Progress = None) -> Path:
+    """Compile the machine and write it to ``out`` one decoder layer at a time: the same tensors as
+    :func:`build_checkpoint`'s in-memory model (a test compares them bit for bit), but never more
+    than one layer (plus the embedding and head) in memory. Why: the 2B-shape machine is ~9 GB in
+    float32, and a first ``qwengpu build`` of a 2B mount builds it; held whole, it set that build's
+    peak memory (9.8 GiB measured) above the mount's own streaming (~2 GiB)."""
+    from transformers import GenerationConfig, Qwen3_5ForCausalLM
+    from transformers.initialization import no_init_weights
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+
+    from qwengpu.compiler.build import TokenIO, as_io, embedding_rows, head_rows, model_config, write_layer
+    from qwengpu.compiler.checkpoint import FORMAT, SIDECAR
+    from qwengpu.model.safetensors_stream import OutTensor, ShardWriter
+
+    config = config if config is not None else test_config()
+    version = compiler_version(config, shape)
+    t0 = time.perf_counter()
+    _note(progress, "compiling the machine circuit")
+    compiled = compile_circuit(build_machine(shape), config)
+    io = TokenIO.of(compiled)
+    if io.vocab_size != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
+        raise CheckpointError(f"the machine model has vocab_size {io.vocab_size}, not {VOCAB_SIZE}")
+    cfg = model_config(compiled, io.vocab_size)
+    cfg.dtype = torch.float32
+    with torch.device("meta"):
+        skeleton = Qwen3_5ForCausalLM(cfg)
+    held: dict[int, dict[str, torch.Tensor]] = {}
+
+    def layer_tensor(i: int, leaf: str) -> torch.Tensor:
+        if i not in held:  # the next layer: build it, drop the previous one
+            held.clear()
+            with no_init_weights():
+                layer = Qwen3_5DecoderLayer(cfg, i)
+            write_layer(layer, compiled.layers[i], compiled, cfg)
+            held[i] = {k: v.detach() for k, v in layer.state_dict().items()}
+            _note(progress, f"layer {i + 1}/{compiled.n_layers} written")
+        return held[i][leaf]
+
+    def tensor(name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        if name.startswith("model.layers."):
+            _, _, i, leaf = name.split(".", 3)
+            return layer_tensor(int(i), leaf)
+        if name == "model.embed_tokens.weight":
+            return embedding_rows(compiled, io)
+        if name == "lm_head.weight":
+            return head_rows(compiled, io)
+        if name == "model.norm.weight":
+            return torch.full(shape, compiled.residual.norm_weight)
+        raise CheckpointError(f"internal: unexpected machine parameter {name}")  # pragma: no cover
+
+    tensors = [OutTensor(name, tuple(t.shape), torch.float32,
+                         (lambda name=name, shape=tuple(t.shape): iter([tensor(name, shape)])), "machine")
+               for name, t in skeleton.state_dict().items()]
+
+    def fill(tmp: Path) -> dict[str, Any]:
+        tmp.mkdir()
+        ShardWriter(tmp / "model.safetensors", tensors).write_all()
+        held.clear()
+        cfg.save_pretrained(tmp)
+        GenerationConfig.from_model_config(cfg).save_pretrained(tmp)
+        from qwengpu.compiler.checkpoint import _sha256
+
+        record = {"format": FORMAT, "io": as_io(compiled).to_dict(),
+                  "files": {"model.safetensors": _sha256(tmp / "model.safetensors")}, "dtype": "float32"}
+        with open(tmp / SIDECAR, "w") as f:
+            json.dump(record, f, indent=1)
+        for p in tmp.iterdir():
+            _fsync(p)
+        return _meta(version, config, shape, time.perf_counter() - t0)
+
+    _note(progress, f"writing the weights ({compiled.n_layers} layers, one at a time)")
+    return _publish(Path(out), overwrite, fill)
 
 
 def _meta(version: str, config, shape: MachineShape, build_seconds: float) -> dict[str, Any]:
@@ -199,14 +286,7 @@ def build_checkpoint(out_dir: str | Path, config=None, shape: MachineShape = DEF
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise CheckpointError(f"{out} exists and is not empty; refusing to write the machine there "
                               "(overwrite=True / --overwrite replaces it)")
-    config = config if config is not None else test_config()
-    version = compiler_version(config, shape)
-    t0 = time.perf_counter()
-    compiled, model = _build(config, shape, progress)
-    seconds = time.perf_counter() - t0
-    _note(progress, f"saving to {out}")
-    _write(model, compiled, out, _meta(version, config, shape, seconds), overwrite=overwrite)
-    return out
+    return stream_checkpoint(out, config, shape, overwrite=overwrite, progress=progress)
 
 
 # ---------------------------------------------------------------------------------------------

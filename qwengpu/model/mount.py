@@ -49,6 +49,9 @@ from typing import Any
 import torch
 
 from qwengpu.errors import CheckpointError
+from qwengpu.model.safetensors_stream import DT as _DT
+from qwengpu.model.safetensors_stream import OutTensor
+from qwengpu.model.safetensors_stream import ShardWriter as _ShardWriter
 
 MOUNT_SIDECAR = "qwengpu_mount.json"
 MOUNT_FORMAT = "qwengpu-mount/1"
@@ -67,9 +70,6 @@ LAYER_FIELDS = ("intermediate_size", "num_attention_heads", "num_key_value_heads
                 "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                 "linear_value_head_dim", "linear_conv_kernel_dim", "rms_norm_eps", "hidden_act")
 WEIGHT_FILES = ("config.json", "model.safetensors.index.json")
-_DT = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "F64": torch.float64,
-       "I64": torch.int64, "I32": torch.int32, "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
-_DT_NAME = {v: k for k, v in _DT.items()}
 Progress = Callable[[str], None] | None
 
 
@@ -233,10 +233,12 @@ def machine_config_for(text: dict[str, Any]):
 def machine_entry(mcfg, progress: Progress = None) -> Path:
     """The machine's cache folder for ``mcfg`` (built and cached first when absent or damaged)."""
     from qwengpu.model.machine_checkpoint import (
+        KEEP_ENTRIES,
         MACHINE_SIDECAR,
         cache_root,
         compiler_version,
-        load_or_build,
+        prune,
+        stream_checkpoint,
     )
 
     version = compiler_version(mcfg)
@@ -253,8 +255,9 @@ def machine_entry(mcfg, progress: Progress = None) -> Path:
         from qwengpu.compiler import FitError
 
         _note(progress, "building the machine for the base's layer shape (cached afterwards)")
-        try:
-            io, model = load_or_build(mcfg)
+        try:  # streamed one layer at a time: the 2B-shape machine alone is ~9 GB in float32
+            stream_checkpoint(entry, mcfg, overwrite=True, progress=progress)
+            prune(keep=KEEP_ENTRIES, protect=version)
         except FitError as e:
             from qwengpu.model.configs import test_config
 
@@ -263,10 +266,6 @@ def machine_entry(mcfg, progress: Progress = None) -> Path:
                              if getattr(mcfg, k) != getattr(tc, k))
             raise MountError(f"config.json: the layer shape ({diff or 'as given'}) cannot host the machine: "
                              f"{' '.join(str(e).split())}") from None
-        del io, model
-        import gc
-
-        gc.collect()
     return entry
 
 
@@ -349,19 +348,6 @@ def inspect_machine_uncached(entry: Path) -> MachineInfo:
 # ---------------------------------------------------------------------------------------------
 # the plan: every output tensor and how to produce it
 # ---------------------------------------------------------------------------------------------
-@dataclass
-class OutTensor:
-    name: str
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-    produce: Callable[[], Iterator[torch.Tensor]] | None  # None: the base is not at hand (verify)
-    origin: str  # "machine", "base", "both" (embedding / lm_head / final norm), "copy"
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
-
-
 @dataclass
 class Plan:
     layout: str
@@ -631,60 +617,6 @@ def _base_layer_names(names: list[str], P: str, Lb: int, text: dict[str, Any]) -
 # ---------------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------------
-class _ShardWriter:
-    """One safetensors file written tensor by tensor and chunk by chunk (header first: every
-    shape is known), hashing each tensor's bytes on the way."""
-
-    def __init__(self, path: Path, tensors: list[OutTensor]) -> None:
-        header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
-        off = 0
-        for t in tensors:
-            header[t.name] = {"dtype": _DT_NAME[t.dtype], "shape": list(t.shape),
-                              "data_offsets": [off, off + t.nbytes]}
-            off += t.nbytes
-        hb = json.dumps(header, separators=(",", ":")).encode()
-        hb += b" " * (-len(hb) % 8)
-        self.path, self.tensors = path, tensors
-        self.f = open(path, "wb")
-        self.f.write(struct.pack("<Q", len(hb)))
-        self.f.write(hb)
-
-    def write_all(self, progress: Progress = None) -> dict[str, str]:
-        sums = {}
-        try:
-            for t in self.tensors:
-                assert t.produce is not None
-                h = hashlib.sha256()
-                n = 0
-                for chunk in t.produce():
-                    if chunk.dtype != t.dtype:
-                        raise MountError(f"internal: {t.name} produced {chunk.dtype}, planned {t.dtype}")
-                    b = _bytes(chunk)
-                    h.update(b)
-                    self.f.write(b)
-                    n += len(b)
-                if n != t.nbytes:
-                    raise MountError(f"internal: {t.name} produced {n} bytes, planned {t.nbytes}")
-                sums[t.name] = h.hexdigest()
-            self.f.flush()
-            os.fsync(self.f.fileno())
-        finally:
-            self.f.close()
-        return sums
-
-
-def _bytes(t: torch.Tensor) -> memoryview:
-    """The tensor's little-endian bytes without a copy (bf16 through an int16 view)."""
-    t = t.contiguous()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    return memoryview(t.numpy()).cast("B")
-
-
-def tensor_sha(t: torch.Tensor) -> str:
-    return hashlib.sha256(_bytes(t)).hexdigest()
-
-
 def _shards(tensors: list[OutTensor]) -> list[list[OutTensor]]:
     groups: list[list[OutTensor]] = [[]]
     size = 0

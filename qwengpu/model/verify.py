@@ -28,7 +28,6 @@ from qwengpu.model.mount import (
     MACHINE_VOCAB,
     Checkpoint,
     MountError,
-    _bytes,
     config_hash,
     inspect_machine,
     machine_config_for,
@@ -39,6 +38,7 @@ from qwengpu.model.mount import (
     read_mount_sidecar,
     text_config_of,
 )
+from qwengpu.model.safetensors_stream import tensor_bytes as _bytes
 
 
 class VerifyError(CheckpointError):

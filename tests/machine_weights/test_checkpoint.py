@@ -170,6 +170,24 @@ def test_checkpoint_folder_is_stock(ckpt, cache):
     assert not any(p.name.startswith(".") for p in ckpt.parent.iterdir())  # no temporary folder left
 
 
+def test_streamed_checkpoint_equals_the_in_memory_build(ckpt, cache):
+    """``build_checkpoint`` streams the machine one layer at a time (``stream_checkpoint``); the cache
+    entry ``load_or_build`` saved was built whole in memory (``build_model``): every tensor is the
+    same, bit for bit, and so is the circuit record (less its container hashes)."""
+    from safetensors import safe_open
+
+    entry = cache["root"] / cache["version"]
+    with safe_open(str(ckpt / "model.safetensors"), framework="pt") as fa, \
+            safe_open(str(entry / "model.safetensors"), framework="pt") as fb:
+        assert set(fa.keys()) == set(fb.keys()) and len(list(fa.keys())) > 500
+        for k in sorted(fa.keys()):
+            a, b = fa.get_tensor(k), fb.get_tensor(k)
+            assert a.dtype == b.dtype == torch.float32 and a.shape == b.shape, k
+            assert torch.equal(a.view(torch.int32), b.view(torch.int32)), k
+    ra, rb = (json.loads((d / "qwengpu_circuit.json").read_text()) for d in (ckpt, entry))
+    assert {k: v for k, v in ra.items() if k != "files"} == {k: v for k, v in rb.items() if k != "files"}
+
+
 def test_stock_generate_writes_the_engine_trace(stock, reference):
     """transformers' own greedy ``generate`` on the engine's vadd prompt: the first tokens of the
     trace ``run_machine`` wrote (the whole trace: the slow test below)."""
@@ -186,7 +204,7 @@ def test_stock_generate_whole_trace(stock, reference):
 
 def test_build_refuses_non_empty_folder(tmp_path, monkeypatch):
     (tmp_path / "keep.txt").write_text("mine")
-    monkeypatch.setattr(C, "_build", lambda *a, **kw: pytest.fail("built although the folder was refused"))
+    monkeypatch.setattr(C, "compile_circuit", lambda *a, **kw: pytest.fail("built although refused"))
     with pytest.raises(CheckpointError, match="not empty"):
         C.build_checkpoint(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
