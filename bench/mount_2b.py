@@ -117,8 +117,13 @@ print(json.dumps(res))
 
 
 def sh(argv: list[str], **kw) -> subprocess.CompletedProcess:
+    """Run a child with one thread; a failure says what the child said (e.g. too little disk)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run(argv, capture_output=True, text=True, env=env, check=True, **kw)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, **kw)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {done.returncode}:\n  " + "\n  ".join(tail))
+    return done
 
 
 def run_layout(layout: str, work: Path) -> dict:
