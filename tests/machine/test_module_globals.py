@@ -39,29 +39,14 @@ def _write(tmp: Path) -> tuple[Path, Path]:
                      {"name": "fout", "type": "f32*", "size": 4}],
             "outputs": ["out", "fout"],
             "expected": {"out": out + [5 + 4], "fout": [0.5 * v for v in out]}}  # exact: small halves
-    cu, js = tmp / "lookup.cu", tmp / "lookup.json"
-    cu.write_text(SRC)
+    return _files(tmp, SRC, spec)
+
+
+def _files(tmp: Path, src: str, spec: dict) -> tuple[Path, Path]:
+    cu, js = tmp / f"{spec['kernel']}.cu", tmp / f"{spec['kernel']}.json"
+    cu.write_text(src)
     js.write_text(json.dumps(spec))
     return cu, js
-
-
-def test_module_globals_in_the_weights_program(tmp_path: Path) -> None:
-    from qwengpu.codegen.softmem import run_weights
-    from qwengpu.runner import run_kernel
-
-    cu, js = _write(tmp_path)
-    assert run_kernel(cu, js, engine="interp").mismatches == []
-    res = run_weights(cu, js)
-    assert res.mismatches == []
-
-
-def test_module_globals_inside_the_model(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
-    from qwengpu.runtime.engine import run_machine
-
-    cu, js = _write(tmp_path)
-    run = run_machine(cu, js)
-    assert run.mismatches == [] and run.passed
 
 
 GATHER = """
@@ -99,25 +84,27 @@ def _write_gather(tmp: Path) -> tuple[Path, Path]:
                      {"name": "out", "type": "i32*", "size": 12},
                      {"name": "fout", "type": "f32*", "size": 4}],
             "outputs": ["out", "fout"], "expected": {"out": out, "fout": fout}}
-    cu, js = tmp / "gather.cu", tmp / "gather.json"
-    cu.write_text(GATHER)
-    js.write_text(json.dumps(spec))
-    return cu, js
+    return _files(tmp, GATHER, spec)
 
 
-def test_register_indexed_tables_in_the_weights_program(tmp_path: Path) -> None:
+WRITERS = {"constant_index": _write, "register_index": _write_gather}
+
+
+@pytest.mark.parametrize("kernel", sorted(WRITERS))
+def test_module_globals_in_the_weights_program(tmp_path: Path, kernel: str) -> None:
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.runner import run_kernel
 
-    cu, js = _write_gather(tmp_path)
+    cu, js = WRITERS[kernel](tmp_path)
     assert run_kernel(cu, js, engine="interp").mismatches == []
     assert run_weights(cu, js).mismatches == []
 
 
-def test_register_indexed_tables_inside_the_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kernel", sorted(WRITERS))
+def test_module_globals_inside_the_model(tmp_path: Path, kernel: str) -> None:
     pytest.importorskip("transformers")
     from qwengpu.runtime.engine import run_machine
 
-    cu, js = _write_gather(tmp_path)
+    cu, js = WRITERS[kernel](tmp_path)
     run = run_machine(cu, js, max_tokens=200_000)
     assert run.mismatches == [] and run.passed
