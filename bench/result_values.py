@@ -7,7 +7,7 @@ chunks 63 %, SHORT/USHORT 12 % over the corpus), and issue 14 asks for a denser 
 changing the protocol, measure what the values are: how many lane-group results are uniform,
 lane-affine (``base + lane * stride``), small, or none of these, per pass and per warp instruction.
 
-How: each kernel's weights program (``codegen.soft.run_for_weights``: the program the model runs,
+How: each kernel's weights program (``codegen.softmem.run_weights``: the program the model runs,
 pass for pass) is executed on the ISA simulator with its register and predicate writes observed.
 Per lane group with an active lane, the result tokens of today's protocol are counted from its
 rules (``machine/circuit.py`` ``emit``: a group whose active lanes all hold one value and cover the
@@ -126,7 +126,7 @@ class Observer:
 
 def observe(cu: Path, spec: Path) -> tuple[dict, dict]:
     """Run the weights program of one launch with its writes observed: (counts, sim stats)."""
-    from qwengpu.codegen.soft import run_for_weights
+    from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
 
     obs = Observer()
@@ -152,7 +152,7 @@ def observe(cu: Path, spec: Path) -> tuple[dict, dict]:
 
     MachineSim._dst, MachineSim._pdst = _dst, _pdst
     try:
-        res = run_for_weights(cu, spec)
+        res = run_weights(cu, spec)
     finally:
         MachineSim._dst, MachineSim._pdst = orig_dst, orig_pdst
     return dict(obs.c), res.stats
