@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from qwengpu.codegen.lowering.barred import expand_bar_red
 from qwengpu.codegen.lowering.common import _bits, _type_of
 from qwengpu.codegen.lowering.kinds import PAIR, KindAnalysis
 from qwengpu.codegen.lowering.layout import compute_layout
@@ -87,7 +88,7 @@ class LowerCtx:
 
         fn0 = _find_kernel(module, kernel)
         self.module = module
-        self.fn = inline_calls(module, fn0)
+        self.fn = expand_bar_red(inline_calls(module, fn0))  # bar.red: a shared counter (barred.py)
         self.layout = compute_layout(module, self.fn)
         self.gsyms = {v.name for v in self.layout.global_vars}
         if pointer_params is None:

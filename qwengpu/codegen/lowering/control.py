@@ -30,7 +30,8 @@ def ptx_ret(cx: LowerCtx, ins: Instr) -> None:
 def ptx_bar(cx: LowerCtx, ins: Instr) -> None:
     """bar.sync/barrier: a machine barrier; ``.warp``/``.arrive`` are no-ops; ``.red`` is refused."""
     if "red" in ins.mods:
-        # the machine's ``bar`` carries no value: lowering it as a plain barrier would leave the
+        # barred.expand_bar_red rewrites every well-formed bar.red before lowering; one that
+        # reaches here has a form it does not know: lowering it as a plain barrier would leave the
         # result register unwritten (silently wrong), so refuse it by name
         raise cx.limit(ins, "`bar.red` (__syncthreads_count / __syncthreads_and / __syncthreads_or)")
     if "warp" in ins.mods or "arrive" in ins.mods:
