@@ -56,7 +56,7 @@ def _affine(vals: np.ndarray, lanes: np.ndarray) -> bool:
     if len(vals) < 3:
         return True
     v = vals.astype(np.int64)
-    s = (v[1] - v[0]) * 1  # lanes may be sparse: compare against the first two
+    s = v[1] - v[0]  # lanes may be sparse: the step per lane from the first two
     dl = lanes[1] - lanes[0]
     if (s % dl) != 0:
         return False

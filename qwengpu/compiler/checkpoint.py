@@ -51,6 +51,21 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_sidecar(folder: Path, io: IOLike, dtype: str) -> dict[str, Any]:
+    """The circuit record beside a written checkpoint: its io and the SHA-256 of every weight file
+    (shared by :func:`save_compiled` and the machine's layer-by-layer writer)."""
+    files = sorted(p.name for p in folder.iterdir() if p.suffix == ".safetensors")
+    if not files:  # pragma: no cover - both writers always write safetensors
+        raise CheckpointError(f"{folder}: no safetensors file was written")
+    meta = {"format": FORMAT, "io": as_io(io).to_dict(), "files": {f: _sha256(folder / f) for f in files},
+            "dtype": dtype}
+    with open(folder / SIDECAR, "w") as f:
+        json.dump(meta, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    return meta
+
+
 def save_compiled(model, io: IOLike, path: str | Path, overwrite: bool = False) -> Path:
     """Write ``model`` (built from ``io``'s circuit) to ``path`` atomically; returns the path."""
     io = as_io(io)
@@ -61,15 +76,7 @@ def save_compiled(model, io: IOLike, path: str | Path, overwrite: bool = False) 
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
     try:
         model.save_pretrained(tmp, safe_serialization=True)
-        files = sorted(p.name for p in tmp.iterdir() if p.suffix == ".safetensors")
-        if not files:  # pragma: no cover - save_pretrained always writes safetensors here
-            raise CheckpointError("save_pretrained wrote no safetensors file")
-        meta = {"format": FORMAT, "io": io.to_dict(), "files": {f: _sha256(tmp / f) for f in files},
-                "dtype": str(next(model.parameters()).dtype).removeprefix("torch.")}
-        with open(tmp / SIDECAR, "w") as f:
-            json.dump(meta, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
+        write_sidecar(tmp, io, str(next(model.parameters()).dtype).removeprefix("torch."))
         for p in tmp.iterdir():
             with open(p, "rb") as f:
                 os.fsync(f.fileno())

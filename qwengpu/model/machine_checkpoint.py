@@ -203,8 +203,8 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape = DEFAULT_SHAP
     from transformers.initialization import no_init_weights
     from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
-    from qwengpu.compiler.build import TokenIO, as_io, embedding_rows, head_rows, model_config, write_layer
-    from qwengpu.compiler.checkpoint import FORMAT, SIDECAR
+    from qwengpu.compiler.build import TokenIO, embedding_rows, head_rows, model_config, write_layer
+    from qwengpu.compiler.checkpoint import write_sidecar
     from qwengpu.model.safetensors_stream import OutTensor, ShardWriter
 
     config = config if config is not None else test_config()
@@ -253,12 +253,7 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape = DEFAULT_SHAP
         held.clear()
         cfg.save_pretrained(tmp)
         GenerationConfig.from_model_config(cfg).save_pretrained(tmp)
-        from qwengpu.compiler.checkpoint import _sha256
-
-        record = {"format": FORMAT, "io": as_io(compiled).to_dict(),
-                  "files": {"model.safetensors": _sha256(tmp / "model.safetensors")}, "dtype": "float32"}
-        with open(tmp / SIDECAR, "w") as f:
-            json.dump(record, f, indent=1)
+        write_sidecar(tmp, compiled, "float32")
         for p in tmp.iterdir():
             _fsync(p)
         return _meta(version, config, shape, time.perf_counter() - t0)
