@@ -47,9 +47,10 @@ def _layout(config) -> dict:
     from qwengpu.compiler import compile_circuit
     from qwengpu.compiler.report import LayoutReport
     from qwengpu.machine.circuit import build_machine
+    from qwengpu.model.configs import shape_for
 
     t0 = time.perf_counter()
-    comp = compile_circuit(build_machine(), config)
+    comp = compile_circuit(build_machine(shape_for(config)), config)
     r = LayoutReport.of(comp)
     return {
         "layers": r.n_layers,
@@ -61,7 +62,7 @@ def _layout(config) -> dict:
     }
 
 
-def _provenance() -> dict:
+def _provenance(config=None) -> dict:
     """What every log row records: the commit (and whether the tree had uncommitted changes) and
     the machine's compiler version, so a figure can be traced to the code that produced it."""
     import subprocess
@@ -77,7 +78,7 @@ def _provenance() -> dict:
 
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return {"commit": git("rev-parse", "--short=12", "HEAD") + ("+dirty" if dirty else ""),
-            "compiler_version": compiler_version()}
+            "compiler_version": compiler_version(config)}
 
 
 def main() -> None:
@@ -86,6 +87,8 @@ def main() -> None:
     ap.add_argument("-k", default="", help="only kernels whose name contains this")
     ap.add_argument("--max-passes", type=int, default=20000)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shape", default="test", choices=["test", "2b"],
+                    help="the standalone machine's layer shape: test, or Qwen3.5-2B's (with the multiplier)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--replay", action="store_true", help="also replay each trace on the chunked path")
     ap.add_argument("--log", help="append each kernel's row to this file as a JSON line")
@@ -102,12 +105,22 @@ def main() -> None:
     shard, nshards = (int(x) for x in args.shard.split("/"))
     torch.set_num_threads(args.threads)
 
-    from qwengpu.codegen.soft import run_for_weights
+    from qwengpu.codegen.soft import Options, run_for_weights
     from qwengpu.compiler.shapes import text_config
     from qwengpu.errors import QwenGPUError
-    from qwengpu.runner import corpus, run_kernel
-    from qwengpu.runtime.engine import machine_model, prepare, run_machine, test_config, token_census
+    from qwengpu.runner import corpus, machine_config, run_kernel
+    from qwengpu.runtime.engine import (
+        machine_model,
+        prepare,
+        run_machine,
+        shape_for,
+        test_config,
+        token_census,
+    )
     from qwengpu.spec import load_spec
+
+    mconfig = machine_config(args.shape)
+    mshape = shape_for(mconfig)
 
     cmd = "python bench/machine_weights.py " + " ".join(sys.argv[1:])
     t0 = time.perf_counter()
@@ -120,7 +133,7 @@ def main() -> None:
         mount = mounted_model(args.model)
         params = sum(int(np.prod(s)) for s in _mount_shapes(args.model))
     elif not args.from_log:
-        _, model = machine_model()
+        _, model = machine_model(mconfig)
         params = sum(p.numel() for p in model.parameters())
         if args.replay:
             from qwengpu.runtime.chunked import ChunkedModel, replay
@@ -154,17 +167,18 @@ def main() -> None:
         lines = Path(args.log).read_text().splitlines()
         done = {json.loads(line)["kernel"] for line in lines if line.strip()}
         items = [(cu, spec) for cu, spec in items if cu.stem not in done]
-    provenance = _provenance() | ({"mount": str(args.model)} if args.model else {})
+    provenance = _provenance(mconfig) | ({"shape": args.shape} if args.shape != "test" else {})
+    provenance |= {"mount": str(args.model)} if args.model else {}
     for cu, spec in items:
         row: dict = {"kernel": cu.stem, **provenance}
         try:
-            _, prog, prompt, _, _ = prepare(cu, spec)
+            _, prog, prompt, _, _ = prepare(cu, spec, mshape)
         except QwenGPUError as exc:
             row.update(status="refused", detail=str(exc).splitlines()[0][:90])
             rows.append(row)
             continue
         row.update(instructions=len(prog.code), prompt_tokens=len(prompt))
-        sim = run_for_weights(cu, spec)
+        sim = run_for_weights(cu, spec, options=Options(native_mul=mshape.multiplier))
         if sim.stats["passes"] > args.max_passes:
             row.update(status="not run", detail=f"{sim.stats['passes']:,} passes > --max-passes")
             rows.append(row)
@@ -172,7 +186,8 @@ def main() -> None:
         if mount is not None:
             run = mount.launch(cu, spec, max_tokens=60 * sim.stats["passes"] + 1000)
         else:
-            run = run_machine(cu, spec, model=model, max_tokens=60 * sim.stats["passes"] + 1000)
+            run = run_machine(cu, spec, model=model, config=mconfig,
+                              max_tokens=60 * sim.stats["passes"] + 1000)
         ref = run_kernel(cu, spec)
         same = all(  # bit for bit, any element width (a 1-byte bool buffer has no uint32 view)
             np.asarray(run.outputs[n]).dtype == np.asarray(ref.outputs[n]).dtype

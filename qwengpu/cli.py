@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})",
     )
     p.add_argument("--progress", action="store_true", help="show progress on stderr for long launches")
+    p.add_argument("--shape", default="test", choices=["test", "2b"],
+                   help="--engine machine: the layer shape the machine is compiled into: the small test "
+                   "shape (default) or Qwen3.5-2B's, whose MLPs also hold the multiplier (fewer tokens "
+                   "for multiplies and floats; a ~9 GB checkpoint, built once)")
     p.add_argument(
         "--runtime",
         default="fast",
@@ -217,6 +221,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         replay=args.replay,
         device=args.device,
         dtype=args.dtype,
+        shape=args.shape,
     )
     if args.progress:
         print(file=sys.stderr)
@@ -322,13 +327,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _machine_config(shape: str):
-    from qwengpu.runtime.engine import test_config
+    from qwengpu.runner import machine_config
 
-    if shape == "2b":
-        from qwengpu.compiler import text_config
-
-        return text_config("qwen3_5_2b_text")
-    return test_config()
+    return machine_config(shape)
 
 
 def _cmd_machine_build(args: argparse.Namespace) -> int:

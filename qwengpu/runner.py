@@ -87,8 +87,12 @@ def run_kernel(
     replay: bool = False,
     device: str = "cpu",
     dtype: str = "float32",
+    shape: str = "test",
 ) -> RunResult:
     """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back.
+
+    ``shape`` (machine engine): the layer shape the machine is compiled into, ``test`` (the small
+    default) or ``2b`` (Qwen3.5-2B's layers, whose MLPs hold the multiplier: fewer tokens).
 
     ``replay`` (machine engine): also feed the finished trace back in one teacher-forced prefill
     on the chunked path and check every position's argmax (``stats["chunked_replay"]``)."""
@@ -113,7 +117,7 @@ def run_kernel(
         return _run_on_model(cu, Path(spec_path), spec, model_dir, runtime, device, dtype, progress, trace,
                              max_steps)
     if engine == "machine":
-        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay)
+        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay, shape)
     if replay:
         raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
     t0 = time.perf_counter()
@@ -136,12 +140,28 @@ def run_kernel(
     return result
 
 
+def machine_config(shape: str):
+    """The layer shape the standalone machine is compiled into: ``test`` or ``2b``."""
+    from qwengpu.model.configs import test_config
+
+    if shape == "2b":
+        from qwengpu.compiler import text_config
+
+        return text_config("qwen3_5_2b_text")
+    if shape != "test":
+        raise QwenGPUError(f"unknown machine shape {shape!r} (test or 2b)")
+    return test_config()
+
+
 def _run_on_machine(
     cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None,
     replay: bool = False,
+    shape: str = "test",
 ) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
     from qwengpu.runtime.engine import run_machine
+
+    config = machine_config(shape)
 
     t0 = time.perf_counter()
     t_start = time.perf_counter()
@@ -160,13 +180,14 @@ def _run_on_machine(
         trace=trace,
         max_tokens=max_tokens,
         interpret=lambda: run_kernel(cu, spec_path),
+        config=config,
     )
     stats = dict(run.stats)
     if replay:
         from qwengpu.runtime.chunked import replay as chunked_replay
         from qwengpu.runtime.engine import machine_model
 
-        rep = chunked_replay(machine_model()[1], run.prompt, run.trace)
+        rep = chunked_replay(machine_model(config)[1], run.prompt, run.trace)
         bad = rep["first_mismatch"]
         stats["chunked_replay"] = "equal" if rep["equal"] else f"differs at trace token {bad}"
         stats["replay_tokens_per_second"] = round(rep["tokens"] / max(rep["seconds"], 1e-9), 1)

@@ -173,6 +173,7 @@ WEIGHT_OPS: frozenset[str] = frozenset(
     {
         "mov", "add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz",
         "brev", "sel", "setp", "ld", "st", "bra", "exit", "addw", "subw", "mulw", "s2r", "call", "ret",
+        "mul",  # only with the multiplier (``weight_name(ins, native_mul=True)``)
     }
 )  # fmt: skip
 WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -204,7 +205,10 @@ class Options:
     while the program does not fit, chosen like ``routed``), ``never``, ``always`` (every one).
     ``parts``: ``auto`` may choose shared parts of expansions (softfloat's rounding-independent
     cores) as routines (it fits the program with and without them and keeps the shorter); parts
-    named in ``routed`` are routed either way."""
+    named in ``routed`` are routed either way. ``native_mul``: the machine has the multiplier
+    (``circuit.multiplier``, ``MachineShape.multiplier``): a multiply is one ``mul`` row unless
+    its constant's shift-and-add is one instruction, and mul-high is four of them
+    (:func:`mulhi_into`)."""
 
     mul: str = "auto"
     budget: int = ROM_BUDGET
@@ -215,6 +219,7 @@ class Options:
     routed: frozenset[str] = frozenset()
     outline: str = "auto"
     parts: bool = True
+    native_mul: bool = False
 
 
 class Fresh:
@@ -621,9 +626,10 @@ def _pow2_operand(ins: MInstr) -> int | None:
     return None
 
 
-def weight_name(ins: MInstr) -> str | None:
+def weight_name(ins: MInstr, native_mul: bool = False) -> str | None:
     """None when the circuit in the weights runs ``ins`` as it is, else the name that says why
-    not (``mul``, ``setp.equ``, ``ld.global.1`` for a sub-word load, ``st.shared`` ...)."""
+    not (``mul``, ``setp.equ``, ``ld.global.1`` for a sub-word load, ``st.shared`` ...).
+    ``native_mul``: the machine has the multiplier (``MachineShape.multiplier``)."""
     op = ins.op
     if op not in WEIGHT_OPS:
         return op
@@ -631,6 +637,8 @@ def weight_name(ins: MInstr) -> str | None:
         return None if ins.mod("cmp") in WEIGHT_CMPS else f"setp.{ins.mod('cmp')}"
     if op == "mulw":
         return None if _pow2_operand(ins) is not None else "mulw"
+    if op == "mul":  # the multiplier's row, on a machine that has it (``Options.native_mul``)
+        return None if native_mul else "mul"
     if op in ("ld", "st"):
         space, size = ins.mod("space"), ins.mod("size")
         if space not in ("global", "param"):
@@ -640,14 +648,14 @@ def weight_name(ins: MInstr) -> str | None:
     return None
 
 
-def in_weights(ins: MInstr) -> bool:
+def in_weights(ins: MInstr, native_mul: bool = False) -> bool:
     """Whether the circuit in the weights runs ``ins`` as it is."""
-    return weight_name(ins) is None
+    return weight_name(ins, native_mul) is None
 
 
-def unsupported_ops(prog: Program) -> list[str]:
+def unsupported_ops(prog: Program, native_mul: bool = False) -> list[str]:
     """Sorted names (``weight_name``) of what in ``prog`` the circuit in the weights does not run."""
-    return sorted({n for n in map(weight_name, prog.code) if n is not None})
+    return sorted({n for n in (weight_name(x, native_mul) for x in prog.code) if n is not None})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1358,7 +1366,7 @@ def _best_window(
 def _expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
     if ins.op == "@call":
         return _call_site(ins, fr, depth)
-    if ins.op == "@label" or in_weights(ins):
+    if ins.op == "@label" or in_weights(ins, fr.opts.native_mul):
         return [ins]
     fn = EXPANDERS.get(ins.op)
     if fn is None or (depth == 0 and fr.opts.only is not None and ins.op not in fr.opts.only):
@@ -1635,8 +1643,11 @@ def mul_into(s: Seq, d: R, a: R | Imm, b: R | Imm) -> None:
         return
     if isinstance(a, Imm):
         a, b = b, a
-    if isinstance(b, Imm):
+    if isinstance(b, Imm) and (not s.fr.opts.native_mul or const_plan(b.v)[0] <= 1):
         _const_mul(s, d, a, b.v)
+        return
+    if s.fr.opts.native_mul:
+        s.into(d, "mul", a, b)
         return
     m, c, nb, fresh, v = _operands(s, a, b, True)
     if v == "straight":
@@ -1787,6 +1798,53 @@ def _mulhi_const(s: Seq, S: R, x: R, c: int) -> None:
             s.into(S, "shr", S, Imm(j - i - 1))
 
 
+def _mulhi_halves(s: Seq, S: R, a: R | Imm, b: R | Imm) -> None:
+    """S = high word of a * b (unsigned) from four products of 16-bit halves on the multiplier
+    (each below 2^32, so the low word the circuit gives is the whole product):
+    hi = ah*bh + (ah*bl >> 16) + (al*bh >> 16) + (((al*bl >> 16) + lo16(ah*bl) + lo16(al*bh)) >> 16)."""
+
+    def halves(x: R | Imm) -> tuple[R | Imm, R | Imm]:
+        if isinstance(x, Imm):
+            return Imm(x.v >> 16 & 0xFFFF), Imm(x.v & 0xFFFF)
+        return s.op("shr", x, Imm(16)), s.op("and", x, Imm(0xFFFF))
+
+    def prod(x: R | Imm, y: R | Imm) -> R | Imm:
+        if isinstance(x, Imm) and isinstance(y, Imm):
+            return Imm(x.v * y.v)
+        if isinstance(x, Imm):
+            x, y = y, x
+        if isinstance(y, Imm) and y.v == 0:
+            return Imm(0)
+        return s.op("mul", x, y)
+
+    def op(name: str, x: R | Imm, y: R | Imm) -> R | Imm:
+        if isinstance(x, Imm) and isinstance(y, Imm):
+            v = {"add": x.v + y.v, "shr": x.v >> y.v, "and": x.v & y.v}[name]
+            return Imm(v & M32)
+        if name == "add" and isinstance(x, Imm) and x.v == 0:
+            return y
+        if name == "add" and isinstance(y, Imm) and y.v == 0:
+            return x
+        return s.op(name, x, y)
+
+    ba, bb = s.fr.bits(a), s.fr.bits(b)
+    if ba + bb <= 32:  # the whole product fits the low word (static bounds: tid, ntid, bytes)
+        s.into(S, "mov", Imm(0))
+        return
+    if min(ba, bb) <= 16:  # a < 2^16: hi = (a*bh + (a*bl >> 16)) >> 16
+        x, y = (a, b) if ba <= bb else (b, a)
+        yh, yl = halves(y)
+        t = op("add", prod(x, yh), op("shr", prod(x, yl), Imm(16)))
+        s.into(S, "shr", t, Imm(16))
+        return
+    (ah, al), (bh, bl) = halves(a), halves(b)
+    hl, lh = prod(ah, bl), prod(al, bh)
+    mid = op("add", op("add", op("shr", prod(al, bl), Imm(16)), op("and", hl, Imm(0xFFFF))),
+             op("and", lh, Imm(0xFFFF)))
+    hi = op("add", op("add", prod(ah, bh), op("shr", hl, Imm(16))), op("shr", lh, Imm(16)))
+    s.into(S, "add", hi, op("shr", mid, Imm(16)))
+
+
 def mulhi_into(s: Seq, d: R, a: R | Imm, b: R | Imm, sign: str) -> None:
     """d = high 32 bits of the 64-bit product (s or u)."""
     if isinstance(a, Imm) and isinstance(b, Imm):
@@ -1796,7 +1854,10 @@ def mulhi_into(s: Seq, d: R, a: R | Imm, b: R | Imm, sign: str) -> None:
         s.into(d, "mov", Imm((x * y) >> 32))
         return
     S = s.fr.r()
-    if isinstance(a, Imm) or isinstance(b, Imm):
+    k = a if isinstance(a, Imm) else b if isinstance(b, Imm) else None
+    if s.fr.opts.native_mul and (k is None or bin(k.v & M32).count("1") > 2):
+        _mulhi_halves(s, S, a, b)
+    elif isinstance(a, Imm) or isinstance(b, Imm):
         x, k = (b, a) if isinstance(a, Imm) else (a, b)
         _mulhi_const(s, S, x, k.v)  # type: ignore[arg-type, union-attr]
     else:

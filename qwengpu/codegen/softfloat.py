@@ -446,8 +446,11 @@ class _B:
         shape = MUL_SHAPE
         if shape == "auto":
             opts = getattr(self.fr, "opts", None)
-            shape = "loop" if getattr(opts, "mul", None) in ("loop", "bitloop") else "unrolled"
-        if isinstance(mb_top, Imm):
+            if getattr(opts, "native_mul", False):
+                shape = "mul"  # the multiplier in the weights: mul + mulhi (a few rows)
+            else:
+                shape = "loop" if getattr(opts, "mul", None) in ("loop", "bitloop") else "unrolled"
+        if isinstance(mb_top, Imm) and shape != "mul":
             shape = "unrolled"  # a constant multiplier: shift-and-add of its set bits
         if shape == "mul":
             mb = self.shr(mb_top, Imm(8))

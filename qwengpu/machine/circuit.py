@@ -71,6 +71,7 @@ ROM_OPS = (
     "popc",
     "clz",
     "brev",
+    "mul",
     "call",
     "setp",
     "st",
@@ -81,7 +82,7 @@ ROM_OPS = (
     "trap",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
-REG_RESULT_OPS = 18  # ops 0..17 write a register (call: the link, pc + 1)
+REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1)
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOPS = (None, "and", "or", "xor")
 # operand a from a special register (ROM field a_sr): thread index in the block, laneid, warpid,
@@ -136,6 +137,9 @@ class MachineShape:
     npreds: int = 8
     threads: int = 64
     blocks: int = 64
+    #: the multiplier (``multiplier``): fits layer shapes with MLP room for it (the Qwen3.5-2B
+    #: shape, intermediate 6144, at the same 37 layers); not the test shape (intermediate 2048)
+    multiplier: bool = False
 
 
 def _match(c: Circuit, bits: Word | list[Bit], value: int) -> Bit:
@@ -480,8 +484,9 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> 
 
 
 def datapath(c: Circuit, fx: Fetch, ops: Operands, ldv: list[Word]) -> Results:
-    """The integer unit per lane (doc section 5): eight units, few 32-bit results live at once (the
-    residual is the scarce resource: every live bit is a dimension), the result mux, the setp bit."""
+    """The integer unit per lane (doc section 5): eight units (the multiplier: ``multiplier``), few
+    32-bit results live at once (the residual is the scarce resource: every live bit is a
+    dimension), the result mux, the setp bit."""
     f, op = fx.f, fx.op
     pc1 = (fx.cpc + 1)[: P.PC_BITS]
     units = ("selmov", "arith", "logic", "shift", "minmax", "ld", "count", "link")
@@ -547,6 +552,21 @@ def datapath(c: Circuit, fx: Fetch, ops: Operands, ldv: list[Word]) -> Results:
             )
         )
     return Results(res=res, pbits=pbits, pc1=pc1)
+
+
+def multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
+    """``mul``: the low word of a * b per lane (the compiler's Booth radix-4 product, column
+    compression and a two-layer adder), replacing the datapath's result of a ``mul`` pass. The high
+    word and the float significand products are short sequences of it (``codegen/softcore.py``).
+
+    Why built after the scheduler: units are placed as early as their inputs allow, in the order
+    they are built; the operands exist at layer ~5, where the register file's and the scheduler's
+    MLPs are full, so a multiplier built first pushes them (and the depth) later. Built after them
+    it takes the free MLPs of layers 9-17, before the result latch reads it."""
+    is_mul = _match(c, fx.op, OP["mul"])
+    for lane in range(LANES):
+        prod = (ops.A[lane] * ops.B[lane])[:32]
+        dp.res[lane] = c.mux(is_mul, prod, dp.res[lane])
 
 
 def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
@@ -803,6 +823,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     ldv = global_memory(c, shape, fx, ops)
     dp = datapath(c, fx, ops, ldv)
     sch = scheduler(c, fx, ops, dp.pc1)
+    if shape.multiplier:
+        multiplier(c, fx, ops, dp)
     em = emit(c, fx, ops, dp, sch, ldv)
     c.output("out", em.out)
     if debug:

@@ -8,6 +8,15 @@ from __future__ import annotations
 from qwengpu.machine.circuit import MachineShape
 
 DEFAULT_SHAPE = MachineShape()
+#: the smallest ``intermediate_size`` whose layers host the 4-lane multiplier (measured: the
+#: machine with it does not fit intermediate 2048, 3072 or 4096 at hidden 2048, and fits 6144, the
+#: Qwen3.5-2B shape, at 37 layers: docs/machine-in-weights.md section 8)
+MULTIPLIER_MIN_INTERMEDIATE = 6144
+
+
+def shape_for(config) -> MachineShape:
+    """The machine compiled into ``config``'s layers: with the multiplier where they have room."""
+    return MachineShape(multiplier=int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE)
 
 
 def test_config(hidden: int = 2048, intermediate: int = 2048):

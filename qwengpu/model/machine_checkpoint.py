@@ -42,7 +42,7 @@ from qwengpu.compiler import compile_circuit
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
 from qwengpu.errors import CheckpointError
 from qwengpu.machine.circuit import MachineShape, build_machine
-from qwengpu.model.configs import DEFAULT_SHAPE, test_config
+from qwengpu.model.configs import shape_for, test_config
 
 MACHINE_SIDECAR = "qwengpu_machine.json"
 MACHINE_FORMAT = "qwengpu-machine/1"
@@ -100,9 +100,10 @@ def _machine_sources() -> list[Path]:
     return seen
 
 
-def compiler_version(config=None, shape: MachineShape = DEFAULT_SHAPE) -> str:
+def compiler_version(config=None, shape: MachineShape | None = None) -> str:
     """A short hash of the compiler and circuit sources, ``config`` and ``shape``: the cache key."""
     config = config if config is not None else test_config()
+    shape = shape if shape is not None else shape_for(config)
     h = hashlib.sha256(f"{MACHINE_FORMAT}\0transformers {_transformers_version()}".encode())
     files = sorted(p for p in (_PKG / "compiler").rglob("*") if p.is_file() and p.suffix in (".py", ".json"))
     files += _machine_sources()
@@ -192,7 +193,7 @@ def _publish(out: Path, overwrite: bool, fill: Callable[[Path], dict[str, Any]])
     return out
 
 
-def stream_checkpoint(out: Path, config=None, shape: MachineShape = DEFAULT_SHAPE, *, overwrite: bool = False,
+def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None, *, overwrite: bool = False,
                       progress: Progress = None) -> Path:
     """Compile the machine and write it to ``out`` one decoder layer at a time: the same tensors as
     :func:`build_checkpoint`'s in-memory model (a test compares them bit for bit), but never more
@@ -208,6 +209,7 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape = DEFAULT_SHAP
     from qwengpu.model.safetensors_stream import OutTensor, ShardWriter
 
     config = config if config is not None else test_config()
+    shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     t0 = time.perf_counter()
     _note(progress, "compiling the machine circuit")
@@ -268,7 +270,7 @@ def _meta(version: str, config, shape: MachineShape, build_seconds: float) -> di
             "build_seconds": round(build_seconds, 3), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def build_checkpoint(out_dir: str | Path, config=None, shape: MachineShape = DEFAULT_SHAPE, *,
+def build_checkpoint(out_dir: str | Path, config=None, shape: MachineShape | None = None, *,
                      overwrite: bool = False, progress: Progress = None) -> Path:
     """Write the machine as a stock ``Qwen3_5ForCausalLM`` checkpoint into ``out_dir``; returns it.
 
@@ -321,7 +323,7 @@ def load_checkpoint(path: str | Path, version: str | None = None):
     return io, model
 
 
-def load_or_build(config=None, shape: MachineShape = DEFAULT_SHAPE, *, cache_dir: str | Path | None = None,
+def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: str | Path | None = None,
                   progress: Progress = None):
     """``(CircuitIO, stock model)`` of the machine: loaded from the cache when present and verified,
     otherwise built and saved there (atomically) for the next process.
@@ -329,6 +331,7 @@ def load_or_build(config=None, shape: MachineShape = DEFAULT_SHAPE, *, cache_dir
     A damaged or mismatching entry is rebuilt, with one warning line on stderr. A cache that cannot
     be written (read-only, full disk) only costs the next process a rebuild: warned, not fatal."""
     config = config if config is not None else test_config()
+    shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     entry = cache_root(cache_dir) / version
     if entry.exists():

@@ -21,19 +21,20 @@ from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
 from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
-from qwengpu.model.configs import DEFAULT_SHAPE, test_config  # noqa: F401 - re-exported
+from qwengpu.model.configs import DEFAULT_SHAPE, shape_for, test_config  # noqa: F401 - re-exported
 from qwengpu.simt.memory import GLOBAL_BASE, place_module_globals
 
 M32 = 0xFFFFFFFF
 _MODEL_CACHE: dict[tuple, tuple] = {}
 
 
-def machine_model(config=None, shape: MachineShape = DEFAULT_SHAPE):
+def machine_model(config=None, shape: MachineShape | None = None):
     """(circuit IO, stock model) for ``config``: from the on-disk cache or built (and cached there,
     :func:`qwengpu.model.machine_checkpoint.load_or_build`), once per process."""
     from qwengpu.model.machine_checkpoint import load_or_build
 
     config = config if config is not None else test_config()
+    shape = shape if shape is not None else shape_for(config)
     key = (repr(config.to_dict()), shape)
     if key not in _MODEL_CACHE:
 
@@ -159,6 +160,12 @@ def encode_program(
             reg_or_imm(srcs[1], "b")
         elif op in ("min", "max"):
             f.update(op=OP[op], csign=int(ins.mod("sign") == "s"))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
+        elif op == "mul":
+            if not shape.multiplier:
+                raise _refuse(ins, "this machine shape has no multiplier (MachineShape.multiplier)")
+            f["op"] = OP["mul"]
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
         elif op in ("mov", "not", "popc", "clz", "brev"):
@@ -291,7 +298,8 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     for _ in range(4):
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         prog, mem = lower_for_weights(
-            lowered, grid, block, spec.shared_bytes, options=Options(budget=budget),
+            lowered, grid, block, spec.shared_bytes,
+            options=Options(budget=budget, native_mul=shape.multiplier),
             gmem_words=shape.gmem_words,
         )
         if len(prog.code) <= shape.rom_rows:
@@ -694,7 +702,7 @@ def run_machine(
     spec_path: str | Path | None = None,
     *,
     config=None,
-    shape: MachineShape = DEFAULT_SHAPE,
+    shape: MachineShape | None = None,
     max_tokens: int = 20000,
     model=None,
     runtime: str = "fast",
@@ -721,6 +729,8 @@ def run_machine(
     """
     from qwengpu.spec import compare, read_outputs
 
+    if shape is None:
+        shape = shape_for(config if config is not None else test_config())
     spec, prog, prompt, gmem, (lo, hi) = prepare(cu_path, spec_path, shape)
     if model is None and generate_fn is None:
         _, model = machine_model(config, shape)
