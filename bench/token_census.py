@@ -2,6 +2,7 @@
 
     python bench/token_census.py --from-log bench/results/corpus_sweep.jsonl   # rows of a sweep
     python bench/token_census.py -k dot                                        # run launches now
+    python bench/token_census.py --from-log AFTER.jsonl --before BEFORE.jsonl   # the two, side by side
 
 Every token through the model is a forward pass, so tokens are the cost users pay. Per kernel:
 tokens by kind (``qwengpu.runtime.engine.token_census``: PASS, MASK, BANK, result chunks, SHORT /
@@ -73,6 +74,44 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _read(paths: list[str], sub: str) -> list[dict]:
+    rows = []
+    for path in paths:
+        rows += [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    return sorted((r for r in rows if "token_kinds" in r and sub in r["kernel"]), key=lambda r: r["kernel"])
+
+
+def compare(before: list[dict], after: list[dict]) -> str:
+    """Totals by kind before and after, over the kernels both logs ran exactly (a kernel only one
+    of them ran is left out and named), and the kernels whose tokens changed most."""
+    b, a = {r["kernel"]: r for r in before}, {r["kernel"]: r for r in after}
+    both = sorted(k for k in b.keys() & a.keys()
+                  if str(b[k].get("status", "exact")).startswith(("exact", "approx"))
+                  and str(a[k].get("status", "exact")).startswith(("exact", "approx")))
+    keys = ["tokens", *KINDS, "warp_instructions", "passes", "prompt_tokens"]
+
+    def tot(rows: dict, key: str) -> int:
+        return sum((rows[k]["token_kinds"][key] if key in KINDS else rows[k].get(key, 0)) for k in both)
+
+    out = [f"{len(both)} kernels in both logs" + (f"; only one: {', '.join(sorted(b.keys() ^ a.keys()))}"
+                                                   if b.keys() ^ a.keys() else ""), "",
+           "| | before | after | after / before |", "|---|---:|---:|---:|"]
+    for key in keys:
+        x, y = tot(b, key), tot(a, key)
+        out.append(f"| {key.replace('_', ' ')} | {x:,} | {y:,} | {y / max(x, 1):.3f} |")
+    tb, ta = tot(b, "tokens"), tot(a, "tokens")
+    wb, wa = tot(b, "warp_instructions"), tot(a, "warp_instructions")
+    out.append(f"| tokens per machine warp instruction | {tb / max(wb, 1):.2f} | {ta / max(wa, 1):.2f} | |")
+    out += ["", "| kernel | tokens before | tokens after | after / before | prompt before | prompt after |",
+            "|---|---:|---:|---:|---:|---:|"]
+    moved = sorted(both, key=lambda k: a[k]["tokens"] / max(b[k]["tokens"], 1))
+    for k in moved[:8] + [k for k in moved[-3:] if k not in moved[:8]]:
+        ratio = a[k]["tokens"] / max(b[k]["tokens"], 1)
+        out.append(f"| {k} | {b[k]['tokens']:,} | {a[k]['tokens']:,} | {ratio:.3f}"
+                   f" | {b[k].get('prompt_tokens', 0):,} | {a[k].get('prompt_tokens', 0):,} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from-log", nargs="+", metavar="FILE", help="rows of bench/machine_weights.py --log")
@@ -80,7 +119,11 @@ def main() -> int:
     ap.add_argument("-k", default="", help="only kernels whose name contains this")
     ap.add_argument("--max-passes", type=int, default=20000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--before", nargs="+", metavar="FILE",
+                    help="with --from-log: an earlier sweep's rows; prints the two side by side")
     args = ap.parse_args()
+    if args.before and not args.from_log:
+        ap.error("--before compares with --from-log rows")
     t0 = time.perf_counter()
     if args.from_log:
         rows = []
@@ -102,6 +145,9 @@ def main() -> int:
                             text=True).stdout.strip()
     print(f"command: python bench/token_census.py {' '.join(sys.argv[1:])}   (commit {commit}, "
           f"{time.perf_counter() - t0:.0f} s)\n")
+    if args.before:
+        print(compare(_read(args.before, args.k), rows))
+        return 0
     print(table(rows))
     return 0
 

@@ -1,0 +1,70 @@
+"""The multiplier inside the model (issue 14), slow: the machine compiled into the Qwen3.5-2B layer
+shape (hidden 2048, intermediate 6144: the shape whose MLPs hold ``circuit.multiplier``; a ~9 GB
+float32 checkpoint built once into the machine cache, ~1.5 min).
+
+Launches whose programs use the multiplier's ``mul`` rows (integer products, mul-high from 16-bit
+halves, 64-bit products, float significand products) run inside the stock model; outputs are
+compared bit for bit with the reference interpreter, the trace with the ISA simulator's pass count,
+and the passes with the same launch lowered without the multiplier (fewer). One damaged weight
+breaks the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from qwengpu.codegen.soft import Options, run_for_weights
+from qwengpu.runner import run_kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ["dot", "mulhi", "int64_arith", "matmul"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def machine_2b():
+    from qwengpu.compiler import text_config
+    from qwengpu.runtime.engine import machine_model
+
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    cfg = text_config("qwen3_5_2b_text")
+    return cfg, machine_model(cfg)[1]
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_products_inside_the_2b_shape_model(machine_2b, name):
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    cfg, model = machine_2b
+    cu = ROOT / "kernels" / f"{name}.cu"
+    _, prog, _, _, _ = prepare(cu, None, shape_for(cfg))
+    assert any(x.op == "mul" for x in prog.code)
+    run = run_machine(cu, model=model, config=cfg, max_tokens=400_000)
+    ref = run_kernel(cu)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    sim = run_for_weights(cu, options=Options(native_mul=True))
+    assert run.stats["passes"] == sim.stats["passes"]
+    assert run.stats["passes"] < run_for_weights(cu).stats["passes"]
+
+
+def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
+    """The negative control on this shape: one flipped MLP weight and the launch no longer gives
+    the interpreter's outputs (a wrong value, or no result at all)."""
+    from qwengpu.runtime.engine import run_machine
+
+    cfg, model = machine_2b
+    cu = ROOT / "kernels" / "mulhi.cu"
+    ref = run_kernel(cu)
+    with flipped_weight(model):
+        try:
+            run = run_machine(cu, model=model, config=cfg, max_tokens=60_000)
+            same = all(np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes()
+                       for k in ref.outputs)
+        except Exception:  # a broken machine may also stop without a result: that is a break too
+            same = False
+    assert not same
