@@ -2,6 +2,7 @@
 
     python bench/mul_lowering.py              # corpus table + multiply variants (~1 min)
     python bench/mul_lowering.py --circuit    # + the 4-lane multiplier circuit vs the machine (~2 min)
+    python bench/mul_lowering.py --native     # the corpus without / with the multiplier (~20 s)
     python bench/mul_lowering.py --json
 
 1. Per corpus kernel: machine instructions of the allocated program (static) and machine warp
@@ -172,14 +173,45 @@ def circuit_rows() -> list[dict]:
         t0 = time.perf_counter()
         rep = LayoutReport.of(compile_circuit(c, cfg))
         rows.append(_crow(f"{lanes}-lane 32x32->32 multiplier (Word *)", rep, time.perf_counter() - t0))
-    try:
-        from qwengpu.machine.circuit import build_machine
+    from qwengpu.compiler import FitError
+    from qwengpu.machine.circuit import MachineShape, build_machine
 
+    # the machine, and the machine with the multiplier (issue 14) at growing MLP widths: where it fits
+    for mul, inter in ((False, 2048), (True, 2048), (True, 3072), (True, 4096), (False, 6144), (True, 6144)):
+        label = f"machine{' + multiplier' if mul else ''}, intermediate {inter}"
         t0 = time.perf_counter()
-        rep = LayoutReport.of(compile_circuit(build_machine(), cfg))
-        rows.append(_crow("machine circuit (build_machine())", rep, time.perf_counter() - t0))
-    except Exception as e:  # the machine circuit is being rewritten: report only the multiplier
-        rows.append({"circuit": "machine circuit (build_machine())", "error": f"{type(e).__name__}: {e}"})
+        try:
+            rep = LayoutReport.of(
+                compile_circuit(build_machine(MachineShape(multiplier=mul)), test_config(intermediate=inter))
+            )
+            rows.append(_crow(label, rep, time.perf_counter() - t0))
+        except FitError as e:
+            rows.append({"circuit": label, "error": "does not fit: " + " ".join(str(e).split())[:160]})
+    return rows
+
+
+def native_rows() -> list[dict]:
+    """Per corpus kernel: machine warp instructions and lane-group passes of the program the weights
+    run (``softmem.run_weights``, ISA simulator) without and with the multiplier (``native_mul``);
+    every output checked against the spec's expected values."""
+    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softmem import run_weights
+
+    rows = []
+    for cu, spec in corpus(ROOT / "kernels"):
+        r0, r1 = run_weights(cu, spec), run_weights(cu, spec, options=Options(native_mul=True))
+        rows.append(
+            {
+                "kernel": cu.stem,
+                "ok": r0.passed and r1.passed,
+                "warp_before": r0.stats["warp_instructions"],
+                "warp_after": r1.stats["warp_instructions"],
+                "passes_before": r0.stats["passes"],
+                "passes_after": r1.stats["passes"],
+                "rows_before": r0.stats["machine_instructions"],
+                "rows_after": r1.stats["machine_instructions"],
+            }
+        )
     return rows
 
 
@@ -202,8 +234,36 @@ def _n(x) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--circuit", action="store_true", help="also compile the multiplier circuits (~2 min)")
+    ap.add_argument(
+        "--native",
+        action="store_true",
+        help="only the corpus without and with the multiplier in the weights (ISA simulator, ~20 s)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.native:
+        rows = native_rows()
+        if args.json:
+            print(json.dumps(rows))
+            return 0
+        print("## python bench/mul_lowering.py --native   (softmem.run_weights; native_mul=False | True)")
+        print(
+            "| kernel | outputs | warp instr before | after | passes before | after | rows before | after |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(
+                f"| {r['kernel']} | {'exact' if r['ok'] else 'WRONG'} | {r['warp_before']:,} | {r['warp_after']:,} "
+                f"| {r['passes_before']:,} | {r['passes_after']:,} | {r['rows_before']} | {r['rows_after']} |"
+            )
+        t = {k: sum(r[k] for r in rows) for k in rows[0] if k not in ("kernel", "ok")}
+        print(
+            f"| **total** ({sum(r['ok'] for r in rows)} of {len(rows)} exact) | | {t['warp_before']:,} | "
+            f"{t['warp_after']:,} ({t['warp_after'] / t['warp_before']:.3f}) | {t['passes_before']:,} | "
+            f"{t['passes_after']:,} ({t['passes_after'] / t['passes_before']:.3f}) | {t['rows_before']:,} "
+            f"| {t['rows_after']:,} |"
+        )
+        return 0 if all(r["ok"] for r in rows) else 1
     out = {"corpus": corpus_rows(), "sequences": sequence_rows()}
     if args.circuit:
         out["circuits"] = circuit_rows()
@@ -249,7 +309,7 @@ def main() -> int:
         print()
         print(
             "## circuit vs sequence: python bench/mul_lowering.py --circuit  "
-            "(engine.test_config(): hidden 2048)"
+            "(hidden 2048; the machine rows at the intermediate size named)"
         )
         print(
             "| circuit | layers | peak residual slots / available | MLP neurons "

@@ -286,6 +286,7 @@ class MachineInfo:
     row_mass: int  # sum of squares of a machine embedding row over ``used``
     norm_fill: float
     fingerprint: str
+    shape: dict[str, Any]  # the MachineShape it was compiled with (the multiplier: MachineShape.multiplier)
 
 
 _INSPECTED: dict[tuple[str, int], MachineInfo] = {}
@@ -342,7 +343,7 @@ def inspect_machine_uncached(entry: Path) -> MachineInfo:
     norm = ck.get("model.layers.0.input_layernorm.weight")
     return MachineInfo(entry, ck, cfg, meta["compiler_version"], hm, int(cfg["num_hidden_layers"]),
                        list(cfg["layer_types"]), used, int(res["one_dim"]), fillers, int(mass[0]),
-                       float(norm[used[0]]), rec["io"].get("fingerprint", ""))
+                       float(norm[used[0]]), rec["io"].get("fingerprint", ""), dict(meta.get("shape", {})))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -784,7 +785,7 @@ def build_mount(base_dir: str | Path, out_dir: str | Path, *, width: int | None 
             shutil.copy2(base.path / "tokenizer_config.json", tmp / "tokenizer_config.json")
         record = {
             "format": MOUNT_FORMAT, "compiler_version": version, "machine_fingerprint": machine.fingerprint,
-            "layout": layout, "base_config_sha256": config_hash(base.config),
+            "machine_shape": machine.shape, "layout": layout, "base_config_sha256": config_hash(base.config),
             "hidden": plan.H, "mounted_hidden": plan.Hp, "c": plan.c, "machine_hidden": machine.hidden,
             "layers": {"machine": [0, plan.Lm], "base": [plan.Lm, plan.Lm + plan.Lb]},
             "token_offset": plan.V, "machine_vocab": MACHINE_VOCAB, "base_vocab": plan.V,

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from qwengpu.errors import ExecutionError
+from qwengpu.machine.circuit import MachineShape
 from qwengpu.model.mount import MACHINE_VOCAB, NORMS, READ, WRITE, Checkpoint, read_mount_sidecar
 from qwengpu.runtime import fast as _fast
 
@@ -187,6 +188,8 @@ class MountedModel:
 
     def __init__(self, path: Path, rec: dict[str, Any], runtime: str, device: str = "cpu") -> None:
         self.path, self.rec, self.runtime, self.device = path, rec, runtime, device
+        # the machine's shape as compiled (a mount written before the multiplier: the default shape)
+        self.machine_shape = MachineShape(**rec.get("machine_shape", {}))
         self.V = int(rec["token_offset"])
         self.fast: _fast.FastModel | None = None
         self.stock = None
@@ -294,7 +297,7 @@ class MountedModel:
 
         t0 = time.perf_counter()
         run = run_machine(cu_path, spec_path, max_tokens=max_tokens, progress=progress, trace=trace,
-                          interpret=interpret, generate_fn=self.generate_machine)
+                          interpret=interpret, generate_fn=self.generate_machine, shape=self.machine_shape)
         run.stats["runtime"] = f"mounted-{'fast' if self.fast is not None else 'stock'}"
         run.stats["mount"] = str(self.path)
         run.stats["seconds_with_prepare"] = round(time.perf_counter() - t0, 3)

@@ -47,6 +47,8 @@ def test_mount_layout_config_and_sidecar(small_mount, small_base):
     assert rec["layers"]["base"] == [lm, lm + 2] and cfg["num_hidden_layers"] == lm + 2
     base_types = json.loads((small_base / "config.json").read_text())["layer_types"]
     assert cfg["layer_types"][lm:] == base_types
+    # the machine's shape travels with the mount (the test shape has no multiplier: issue 14)
+    assert rec["machine_shape"]["multiplier"] is False
     d = rec["dims"]
     # base dims, machine dims, fillers and the flag dim are disjoint and inside the width
     spans = [set(range(128)), set(d["machine_to"]), set(d["fillers"]), {d["flag"]}]
@@ -90,6 +92,7 @@ def test_launch_fast_equals_standalone_and_meaning(mounted_fast, standalone_vadd
     from qwengpu.runner import run_kernel
 
     assert mounted_fast.runtime == "fast" and mounted_fast.fallback_reason is None
+    assert mounted_fast.machine_shape.multiplier is False
     run = mounted_fast.launch(VADD)
     assert run.prompt == standalone_vadd.prompt
     assert run.trace == standalone_vadd.trace  # token for token the standalone machine's
