@@ -253,7 +253,8 @@ def main() -> int:
         print("|---|---|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             print(
-                f"| {r['kernel']} | {'exact' if r['ok'] else 'WRONG'} | {r['warp_before']:,} | {r['warp_after']:,} "
+                f"| {r['kernel']} | {'exact' if r['ok'] else 'WRONG'} "
+                f"| {r['warp_before']:,} | {r['warp_after']:,} "
                 f"| {r['passes_before']:,} | {r['passes_after']:,} | {r['rows_before']} | {r['rows_after']} |"
             )
         t = {k: sum(r[k] for r in rows) for k in rows[0] if k not in ("kernel", "ok")}

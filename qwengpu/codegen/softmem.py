@@ -880,7 +880,33 @@ def lower_for_weights(
     gmem_words: int | None = None,
 ) -> tuple[Program, MemPlan]:
     """A lowered program (virtual registers) -> the allocated program the weights run for this
-    launch, and its memory plan (check the launch's arena with ``plan.check_arena(words)``)."""
+    launch, and its memory plan (check the launch's arena with ``plan.check_arena(words)``).
+
+    With ``options.native_mul`` a program that does not fit the registers is lowered again without
+    the multiplier (a program without ``mul`` rows runs on a machine that has them): the multiplier
+    shortens float sequences so much that the ROM holds them inline instead of as shared routines,
+    and an inline-heavy kernel (external nbody_integrate: 111 values live at once) can outgrow the
+    32 registers that the routines' calls kept it under."""
+    if options is not None and options.native_mul:
+        try:
+            return _lower_for_weights(prog, grid, block, dynamic_shared, options=options, k_regs=k_regs,
+                                      gmem_words=gmem_words)
+        except MachineLimitError:
+            options = replace(options, native_mul=False)
+    return _lower_for_weights(prog, grid, block, dynamic_shared, options=options, k_regs=k_regs,
+                              gmem_words=gmem_words)
+
+
+def _lower_for_weights(
+    prog: Program,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    dynamic_shared: int = 0,
+    *,
+    options: Options | None = None,
+    k_regs: int | None = None,
+    gmem_words: int | None = None,
+) -> tuple[Program, MemPlan]:
     from qwengpu.codegen.regalloc import allocate
 
     p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
