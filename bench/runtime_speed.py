@@ -43,25 +43,31 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="cold fast runs per kernel (the best is reported)")
     ap.add_argument("--no-stock", action="store_true", help="skip the stock loop (no speed-up is printed)")
+    ap.add_argument("--shape", default="test", choices=["test", "2b"],
+                    help="the machine's layer shape: test, or Qwen3.5-2B's (with the multiplier)")
     args = ap.parse_args()
     kernels = args.kernel or [str(ROOT / "tests/machine_weights/kernels/vadd.cu")]
     torch.set_num_threads(args.threads)
 
     from qwengpu.machine import protocol as P
+    from qwengpu.runner import machine_config
     from qwengpu.runtime import FastModel
-    from qwengpu.runtime.engine import generate, machine_model, prepare
+    from qwengpu.runtime.engine import generate, machine_model, prepare, shape_for
 
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
-    (_, model), t_build = _timed(machine_model)
+    config = machine_config(args.shape)
+    shape = shape_for(config)
+    (_, model), t_build = _timed(machine_model, config)
     fast, t_gather = _timed(FastModel.from_model, model)
     general, t_gather_general = _timed(FastModel.from_model, model, shortcuts=False)
     st = fast.stats()
     print(f"model build {t_build:.1f} s, fast gather {t_gather:.1f} s (one-time; general-paths gather "
-          f"{t_gather_general:.1f} s), torch threads {args.threads}, {st['layers']} layers, "
+          f"{t_gather_general:.1f} s), torch threads {args.threads}, shape {args.shape}"
+          f"{' (with the multiplier)' if shape.multiplier else ''}, {st['layers']} layers, "
           f"{st['deltanet_heads']} DeltaNet heads used, {st['mlp_neurons']} MLP neurons used")
     halt = P.ctl(P.HALT)
     for kernel in kernels:
-        prompt = prepare(kernel)[2]
+        prompt = prepare(kernel, None, shape)[2]
         stock_trace, t_stock = (None, None) if args.no_stock else _timed(generate, model, prompt, 20000)
         colds = []
         for _ in range(max(1, args.repeat)):

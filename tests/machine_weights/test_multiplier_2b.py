@@ -68,3 +68,32 @@ def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
         except Exception:  # a broken machine may also stop without a result: that is a break too
             same = False
     assert not same
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, seed):
+    """The random C expression kernels of tests/test_fuzz_kernels.py (products included) on the
+    machine with the multiplier, against the independent Python model of C semantics."""
+    import random
+    import sys
+
+    from qwengpu.codegen.softmem import run_weights
+    from qwengpu.errors import MachineLimitError
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_fuzz_kernels as fz
+
+    cfg, model = machine_2b
+    n = 32
+    cu, exprs, vals = fz.write_int_kernel(tmp_path, random.Random(1000 + seed), n)
+    try:
+        prepare(cu, None, shape_for(cfg))
+    except MachineLimitError as exc:
+        assert "ROM" in str(exc) or "instructions" in str(exc)
+        pytest.skip(f"refused: {exc}")
+    budget = 8 * run_weights(cu, options=Options(native_mul=True)).stats["passes"] + 10000
+    got = run_machine(cu, model=model, config=cfg, max_tokens=budget).outputs["out"].tolist()
+    for k, (text, f) in enumerate(exprs):
+        want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
+        assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
