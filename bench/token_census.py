@@ -146,7 +146,11 @@ def main() -> int:
     print(f"command: python bench/token_census.py {' '.join(sys.argv[1:])}   (commit {commit}, "
           f"{time.perf_counter() - t0:.0f} s)\n")
     if args.before:
-        print(compare(_read(args.before, args.k), rows))
+        before = _read(args.before, args.k)
+        if not before:
+            print("token_census: --before rows have no token_kinds (an older log)", file=sys.stderr)
+            return 2
+        print(compare(before, rows))
         return 0
     print(table(rows))
     return 0
