@@ -108,8 +108,9 @@ def main() -> None:
     from qwengpu.codegen.soft import Options, run_for_weights
     from qwengpu.compiler.shapes import text_config
     from qwengpu.errors import QwenGPUError
-    from qwengpu.runner import corpus, machine_config, run_kernel
+    from qwengpu.runner import corpus, run_kernel
     from qwengpu.runtime.engine import (
+        machine_config,
         machine_model,
         prepare,
         run_machine,

@@ -50,9 +50,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from qwengpu.machine import protocol as P
-    from qwengpu.runner import machine_config
     from qwengpu.runtime import FastModel
-    from qwengpu.runtime.engine import generate, machine_model, prepare, shape_for
+    from qwengpu.runtime.engine import generate, machine_config, machine_model, prepare, shape_for
 
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     config = machine_config(args.shape)

@@ -327,7 +327,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _machine_config(shape: str):
-    from qwengpu.runner import machine_config
+    from qwengpu.runtime.engine import machine_config
 
     return machine_config(shape)
 

@@ -140,26 +140,13 @@ def run_kernel(
     return result
 
 
-def machine_config(shape: str):
-    """The layer shape the standalone machine is compiled into: ``test`` or ``2b``."""
-    from qwengpu.model.configs import test_config
-
-    if shape == "2b":
-        from qwengpu.compiler import text_config
-
-        return text_config("qwen3_5_2b_text")
-    if shape != "test":
-        raise QwenGPUError(f"unknown machine shape {shape!r} (test or 2b)")
-    return test_config()
-
-
 def _run_on_machine(
     cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None,
     replay: bool = False,
     shape: str = "test",
 ) -> RunResult:
     """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
-    from qwengpu.runtime.engine import run_machine
+    from qwengpu.runtime.engine import machine_config, run_machine
 
     config = machine_config(shape)
 

@@ -28,6 +28,20 @@ M32 = 0xFFFFFFFF
 _MODEL_CACHE: dict[tuple, tuple] = {}
 
 
+def machine_config(shape: str = "test"):
+    """The layer shape the standalone machine is compiled into, by name: ``test`` (the small
+    default) or ``2b`` (Qwen3.5-2B's layers, whose MLPs also hold the multiplier)."""
+    if shape == "2b":
+        from qwengpu.compiler import text_config
+
+        return text_config("qwen3_5_2b_text")
+    if shape != "test":
+        from qwengpu.errors import QwenGPUError
+
+        raise QwenGPUError(f"unknown machine shape {shape!r} (test or 2b)")
+    return test_config()
+
+
 def machine_model(config=None, shape: MachineShape | None = None):
     """(circuit IO, stock model) for ``config``: from the on-disk cache or built (and cached there,
     :func:`qwengpu.model.machine_checkpoint.load_or_build`), once per process."""
