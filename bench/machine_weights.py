@@ -84,7 +84,7 @@ def _provenance(config=None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=str(ROOT / "kernels"))
-    ap.add_argument("-k", default="", help="only kernels whose name contains this")
+    ap.add_argument("-k", default="", help="only kernels whose name contains this (several: comma-separated)")
     ap.add_argument("--max-passes", type=int, default=20000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shape", default="test", choices=["test", "2b"],
@@ -148,7 +148,7 @@ def main() -> None:
             rows += [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         rows.sort(key=lambda r: r["kernel"])
         chunked = True if any("replay" in r for r in rows) else None
-    items = [(cu, spec) for cu, spec in items if args.k in cu.stem]
+    items = [(cu, spec) for cu, spec in items if any(k in cu.stem for k in args.k.split(","))]
     if nshards > 1:  # balance by the ISA simulator's pass counts: biggest first, to the lightest shard
         def passes(item) -> int:
             try:

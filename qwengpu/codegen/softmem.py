@@ -27,10 +27,11 @@ onto that, as host-side sequences of ``soft.WEIGHT_OPS``:
   are read (the allocator zero-initializes live-in values and stores them), so they need no
   clearing.
 * **atomics** (``atom``/``red``: every aop, u32/s32/b32/f32): lane-serialised read-modify-write in
-  the interpreter's lane order: every lane counts down from its ``laneid`` and does its ld/op/st
-  when the count is 0, then leaves the loop (iteration k serves lane k; the loop runs to the
-  highest active lane). Each lane gets its own old value. f32 add emits ``fadd.rn.ftz`` (the
-  interpreter's model), f32 min/max ``fmin/fmax``: the float expander (softfloat.py) expands them.
+  the interpreter's lane order: iteration k (a count uniform over the warp) serves the lane whose
+  ``laneid`` is k, which does its ld/op/st, then leaves the loop (the loop runs to the highest
+  active lane; the uniform count costs one token per lane group, a per-lane one a token per lane).
+  Each lane gets its own old value. f32 add emits ``fadd.rn.ftz`` (the interpreter's model),
+  f32 min/max ``fmin/fmax``: the float expander (softfloat.py) expands them.
 * **sub-word stores** (``st`` size 1/2, every space): the same loop around a read-modify-write of
   the containing word (the load keeps ``chk`` = size, so bounds and alignment are checked as for
   the original store), so lanes writing bytes of one word keep each other's bytes.
@@ -400,13 +401,17 @@ def _x_st(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
 
 def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
     """Run ``body(p)`` once per lane in lane order: iteration k has p true on lane k only; a lane
-    leaves the loop after its own iteration, so the loop ends after the highest active lane."""
-    cnt = s.op("s2r", sr="laneid")
+    leaves the loop after its own iteration, so the loop ends after the highest active lane.
+
+    The iteration count k is the same on every waiting lane, so its update is one USHORT token
+    per lane group (a per-lane count down from ``laneid`` costs a SHORT token per lane)."""
+    lane = s.op("s2r", sr="laneid")
+    k = s.op("mov", Imm(0))
     top = s.label()
     s.place(top)
-    p = s.setp("eq", cnt, Imm(0))
+    p = s.setp("eq", lane, k)
     body(p)
-    s.into(cnt, "sub", cnt, Imm(1))
+    s.into(k, "add", k, Imm(1))
     s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
 
 

@@ -89,7 +89,9 @@ def test_model_equals_sim_and_interp(machine, chunked, name):
     assert run.trace[-1] == P.ctl(P.HALT)
     assert run.stats["addresses_checked"] > 0 and "bounds_false_alarm" not in run.stats
     banks = [t for t in run.trace if P.decode(t).kind == "BANK"]
-    assert (len(banks) > 4) == (name == "banks")  # the model switches halves only when it must
+    # the model switches halves only when it must: banks goes 0 -> 1, back to 0 for the second
+    # trip of its odd lanes, and 1 again; no other kernel leaves bank 0
+    assert len(banks) == (3 if name == "banks" else 0)
     from qwengpu.runtime.chunked import replay
 
     rep = replay(chunked, run.prompt, run.trace)  # the chunked path: one teacher-forced prefill
