@@ -1,6 +1,7 @@
 """What the register results the machine writes look like, and what result encodings could save.
 
     python bench/result_values.py [--dir kernels] [-k NAME] [--json]
+    python bench/result_values.py --by-ptx [--native]   # where the tokens go, per PTX operation
 
 Why: results are three quarters of the tokens the model writes (`bench/token_census.py`: result
 chunks 63 %, SHORT/USHORT 12 % over the corpus), and issue 14 asks for a denser machine. Before
@@ -25,6 +26,12 @@ Projections (each alone, same passes):
 
 These are upper bounds of what an encoding can save on results alone; the PASS and MASK tokens
 (24 % of the corpus) are not touched by them.
+
+``--by-ptx``: the same cost model plus one PASS token per lane-group pass and a MASK token where
+the active lanes are not all the group's threads, each charged to the PTX instruction whose machine
+code issued it (``MachineSim``'s PTX map; routines count for the instruction that called them):
+tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
+before it is built. ``--native``: the lowering with the multiplier (the 2B-shape machine).
 """
 
 from __future__ import annotations
@@ -65,10 +72,30 @@ def _affine(vals: np.ndarray, lanes: np.ndarray) -> bool:
 
 
 class Observer:
-    """Counts, for every observed register write, today's result tokens and the projections."""
+    """Counts, for every observed register write, today's result tokens and the projections;
+    ``by_form``: tokens and warp instructions per PTX form (``--by-ptx``)."""
 
     def __init__(self) -> None:
         self.c: Counter = Counter()
+        self.form = ""
+        self.by_form: dict[str, Counter] = {}
+
+    def issue(self, form: str, m: np.ndarray | None, nthreads: int) -> None:
+        """One machine warp instruction of PTX form ``form``: its PASS and MASK tokens."""
+        self.form = form
+        act = np.ones(32, dtype=bool) if m is None else m
+        threads = np.arange(32) < nthreads
+        f = self.by_form.setdefault(form, Counter())
+        f["warp_instructions"] += 1
+        for g in range(8):
+            a, t = act[4 * g:4 * g + 4] & threads[4 * g:4 * g + 4], threads[4 * g:4 * g + 4]
+            if a.any():
+                f["pass"] += 1
+                f["mask"] += bool((t & ~a).any())
+
+    def _charge(self, n: int) -> None:
+        if self.form:
+            self.by_form.setdefault(self.form, Counter())["result"] += n
 
     def reg(self, v: np.ndarray, m: np.ndarray | None, nthreads: int, live: np.ndarray) -> None:
         act = np.ones(32, dtype=bool) if m is None else m
@@ -101,6 +128,7 @@ class Observer:
             c["groups_affine_not_uniform"] += aff and not uni
             c["groups_other"] += not (uni or small or aff)
             now_total += now
+            self._charge(now)
             c["now"] += now
             c["chunks"] += (1 if int(gv[0]) < 1024 else _chunks(int(gv[0]))) if uni else sum(
                 1 if int(x) < 256 else _chunks(int(x)) for x in gv)
@@ -118,19 +146,27 @@ class Observer:
         act = np.ones(32, dtype=bool) if m is None else m
         act = act & (np.arange(32) < nthreads)
         n = sum(bool(act[4 * g:4 * g + 4].any()) for g in range(8))
+        self._charge(n)
         for k in ("now", "chunks", "affine"):
             self.c[k] += n
         self.c["warp"] += n
         self.c["pred_groups"] += n
 
 
-def observe(cu: Path, spec: Path) -> tuple[dict, dict]:
+def observe(cu: Path, spec: Path, native_mul: bool = False, obs: Observer | None = None) -> tuple[dict, dict]:
     """Run the weights program of one launch with its writes observed: (counts, sim stats)."""
+    from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
 
-    obs = Observer()
-    orig_dst, orig_pdst = MachineSim._dst, MachineSim._pdst
+    obs = obs if obs is not None else Observer()
+    orig_dst, orig_pdst, orig_issue = MachineSim._dst, MachineSim._pdst, MachineSim._issue
+
+    def _issue(self, w, pc, m, e):
+        e2 = orig_issue(self, w, pc, m, e)
+        k = self.code_ptx[pc] if self.in_range[pc] else min(e2, len(self.prog.ptx) - 1)
+        obs.issue(self.prog.ptx[k].form, m, w.nlanes)
+        return e2
 
     def _dst(self, x):
         write = orig_dst(self, x)
@@ -150,12 +186,30 @@ def observe(cu: Path, spec: Path) -> tuple[dict, dict]:
 
         return w
 
-    MachineSim._dst, MachineSim._pdst = _dst, _pdst
+    MachineSim._dst, MachineSim._pdst, MachineSim._issue = _dst, _pdst, _issue
     try:
-        res = run_weights(cu, spec)
+        res = run_weights(cu, spec, options=Options(native_mul=native_mul))
     finally:
-        MachineSim._dst, MachineSim._pdst = orig_dst, orig_pdst
+        MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
+    obs.form = ""
     return dict(obs.c), res.stats
+
+
+def by_ptx_table(by_form: dict[str, Counter], top: int = 30) -> None:
+    """Tokens (cost model) and machine warp instructions per PTX form, largest first."""
+    tot = Counter()
+    for f in by_form.values():
+        tot.update(f)
+    toks = {k: f["pass"] + f["mask"] + f["result"] for k, f in by_form.items()}
+    all_t, all_w = max(sum(toks.values()), 1), max(tot["warp_instructions"], 1)
+    print("\n| PTX operation | machine warp instructions | share | tokens (PASS + MASK + results) | share "
+          "| tokens per machine warp instruction |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for k in sorted(toks, key=lambda k: -toks[k])[:top]:
+        w, t = by_form[k]["warp_instructions"], toks[k]
+        print(f"| `{k}` | {w:,} | {w / all_w:.1%} | {t:,} | {t / all_t:.1%} | {t / max(w, 1):.2f} |")
+    print(f"| **all** | {all_w:,} | | {all_t:,} (PASS {tot['pass']:,}, MASK {tot['mask']:,}, results "
+          f"{tot['result']:,}) | | {all_t / all_w:.2f} |")
 
 
 def main() -> int:
@@ -165,6 +219,8 @@ def main() -> int:
     ap.add_argument("--census", metavar="LOG",
                     help="a bench/machine_weights.py --log file: check the cost model against it")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--by-ptx", action="store_true", help="tokens and warp instructions per PTX operation")
+    ap.add_argument("--native", action="store_true", help="lower with the multiplier (the 2B-shape machine)")
     args = ap.parse_args()
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus
@@ -177,11 +233,13 @@ def main() -> int:
                 if "token_kinds" in r:
                     census[r["kernel"]] = r
     rows, tot = [], Counter()
+    obs = Observer()
     for cu, spec in corpus(args.dir):
-        if args.k not in cu.stem:
+        if not any(k in cu.stem for k in args.k.split(",")):
             continue
         try:
-            counts, stats = observe(cu, spec)
+            obs.c = Counter()
+            counts, stats = observe(cu, spec, args.native, obs)
         except QwenGPUError as e:
             rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
             continue
@@ -196,9 +254,13 @@ def main() -> int:
         seen = f"  measured {row['measured']:>9,}" if "measured" in row else ""
         print(f"  {cu.stem:26s} now {counts.get('now', 0):>9,}{seen}", file=sys.stderr, flush=True)
     if args.json:
-        print(json.dumps({"rows": rows, "total": dict(tot)}))
+        by_ptx = {k: dict(v) for k, v in obs.by_form.items()}
+        print(json.dumps({"rows": rows, "total": dict(tot), "by_ptx": by_ptx}))
         return 0
     print("$ python bench/result_values.py " + " ".join(sys.argv[1:]))
+    if args.by_ptx:
+        by_ptx_table(obs.by_form)
+        return 0
     print(f"lane-group results: {tot['groups']:,} register + {tot['pred_groups']:,} predicate "
           f"({tot['writes']:,} warp register writes, {tot['passes']:,} passes)")
     g = max(tot["groups"], 1)
