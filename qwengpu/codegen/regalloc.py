@@ -682,9 +682,22 @@ def _choose_victim(prog: Program, fresh: set[int]) -> tuple[int, MInstr | None] 
 KEEP = ("st", "atom", "trap", "bar", "exit", "bra", "call", "ret")  # effects beyond their destinations
 
 
-def propagate_constants(prog: Program) -> Program:
+def propagate_constants(prog: Program, rounds: int = 8) -> Program:
     """A register whose only definition is ``mov r, imm`` is replaced by the immediate at its uses
-    (not as a shuffle's source: other lanes may read it before they wrote it)."""
+    (not as a shuffle's source: other lanes may read it before they wrote it), repeated while that
+    makes new ones: a copy of a constant (``mov r8, r23`` after ``mov r23, 16``: PTX's ``mov
+    %r8, %ntid.x`` once the launch pass made ntid an immediate) is a constant too, so a multiply by
+    ``blockDim.x`` becomes a multiply by a number (a shift) instead of a general product."""
+    for _ in range(rounds):
+        out = _propagate_once(prog)
+        if out is prog:
+            return prog
+        prog = out
+    return prog
+
+
+def _propagate_once(prog: Program) -> Program:
+    """One round of :func:`propagate_constants`; ``prog`` itself when nothing changes."""
     defs: dict[int, list[MInstr]] = {}
     for ins in prog.code:
         for x in ins.d:
@@ -706,13 +719,15 @@ def propagate_constants(prog: Program) -> Program:
     live_in, _ = liveness(prog.code, R)
     const = {v: c for v, c in const.items() if not (live_in[0] >> v) & 1}
     out = []
+    changed = False
     for ins in prog.code:
         srcs = tuple(
             const[x.n] if isinstance(x, R) and x.n in const and not (ins.op == "shfl" and k == 0) else x
             for k, x in enumerate(ins.s)
         )
+        changed |= srcs != ins.s
         out.append(replace(ins, s=srcs, m=dict(ins.m)) if srcs != ins.s else ins)
-    return replace(prog, code=out)
+    return replace(prog, code=out) if changed else prog
 
 
 def eliminate_dead_code(prog: Program) -> Program:

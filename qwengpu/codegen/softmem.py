@@ -697,6 +697,9 @@ def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
         return
     if base in ("tid", "ctaid"):
         dims, n = ((bx, by, bz), plan.nthreads) if base == "tid" else ((gx, gy, gz), plan.nblocks)
+        if n == 1:  # one block (one thread): the index is 0, a constant the lowering folds
+            s.into(d, "mov", Imm(0))
+            return
         if axis == "x" and dims[1] * dims[2] == 1:
             s.into(d, "s2r", sr=f"{base}.x")  # the linear index is the x index
             return

@@ -946,3 +946,25 @@ def test_encoded_constant_address_store() -> None:
         f[name] = row >> off & ((1 << w) - 1)
         off += w
     assert f["a_sr"] > max(SR_CODES.values()) and f["off"] == 4008 and f["imm"] == 0x2C and f["b_imm"] == 1
+
+
+def test_launch_constants_fold_into_the_program() -> None:
+    """``blockIdx.x * blockDim.x`` with blockDim.x = 16 is one shift by 4 (PTX copies ntid.x into
+    another register first: the copy of a constant is a constant too), not a general product; a
+    one-block launch has no block index at all (``dot``: 1 block of 4); no ALU instruction is
+    left with only immediate operands."""
+    from qwengpu.isa.instr import Imm
+
+    root = Path(__file__).resolve().parents[2] / "kernels"
+    vec = run_weights(root / "vec_add.cu")  # 4 blocks of 16 threads
+    assert vec.passed
+    code = vec.program.code
+    assert any(i.op == "shl" and i.s[1] == Imm(4) for i in code)
+    assert not any(i.op == "setp" and all(isinstance(x, Imm) for x in i.s) for i in code)
+    assert vec.stats["warp_instructions"] <= 280  # 360 while the product was a general sequence
+    dot = run_weights(root / "dot.cu")
+    assert dot.passed
+    assert not any(i.op == "s2r" and i.mod("sr") == "ctaid.x" for i in dot.program.code)
+    for r in (vec, dot):
+        assert not [str(i) for i in r.program.code if i.s and all(isinstance(x, Imm) for x in i.s)
+                    and i.op not in ("mov", "ld", "st", "bra", "exit", "call", "ret")]
