@@ -619,7 +619,10 @@ def _call_site(x: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
 # ---------------------------------------------------------------------------------------------
 def _pow2_operand(ins: MInstr) -> int | None:
     """The power-of-two immediate of a ``mulw`` (the weights run it as a shift), or None; a
-    signed 0x80000000 is POISON, not 2^31."""
+    signed 0x80000000 is POISON, not 2^31. None when both operands are immediates (constants
+    propagated into both): the expander folds the product to a ``mov``."""
+    if all(isinstance(x, Imm) for x in ins.s):
+        return None
     for x, sg in zip(ins.s, (ins.mod("sa"), ins.mod("sb")), strict=False):
         if isinstance(x, Imm) and x.v and x.v & (x.v - 1) == 0 and not (x.v == POISON and sg == "s"):
             return x.v

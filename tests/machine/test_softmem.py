@@ -968,3 +968,15 @@ def test_launch_constants_fold_into_the_program() -> None:
     for r in (vec, dot):
         assert not [str(i) for i in r.program.code if i.s and all(isinstance(x, Imm) for x in i.s)
                     and i.op not in ("mov", "ld", "st", "bra", "exit", "call", "ret")]
+
+
+def test_window_multiply_of_two_constants_is_folded() -> None:
+    """Constants propagated into both operands of a window multiply (external reduce6_f64:
+    ``mulw r, 0, 8``): not a shift the weights run as it is, but a product the expander folds."""
+    from qwengpu.codegen.softcore import weight_name
+    from qwengpu.isa.instr import Imm, MInstr, R
+
+    both = MInstr("mulw", (R(0),), (Imm(0), Imm(8)), {"sa": "u", "sb": "u"}, None, None, 0)
+    assert weight_name(both) == "mulw"
+    one = MInstr("mulw", (R(0),), (R(1), Imm(8)), {"sa": "u", "sb": "u"}, None, None, 0)
+    assert weight_name(one) is None
