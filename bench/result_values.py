@@ -75,10 +75,10 @@ class Observer:
     """Counts, for every observed register write, today's result tokens and the projections;
     ``by_form``: tokens and warp instructions per PTX form (``--by-ptx``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_form: dict[str, Counter] | None = None) -> None:
         self.c: Counter = Counter()
         self.form = ""
-        self.by_form: dict[str, Counter] = {}
+        self.by_form: dict[str, Counter] = {} if by_form is None else by_form
 
     def issue(self, form: str, m: np.ndarray | None, nthreads: int) -> None:
         """One machine warp instruction of PTX form ``form``: its PASS and MASK tokens."""
@@ -153,13 +153,15 @@ class Observer:
         self.c["pred_groups"] += n
 
 
-def observe(cu: Path, spec: Path, native_mul: bool = False, obs: Observer | None = None) -> tuple[dict, dict]:
-    """Run the weights program of one launch with its writes observed: (counts, sim stats)."""
+def observe(cu: Path, spec: Path, native_mul: bool = False,
+            by_form: dict[str, Counter] | None = None) -> tuple[dict, dict]:
+    """Run the weights program of one launch with its writes observed: (counts, sim stats);
+    ``by_form`` (shared over launches) gathers the per-PTX-operation tokens of ``--by-ptx``."""
     from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
 
-    obs = obs if obs is not None else Observer()
+    obs = Observer(by_form)
     orig_dst, orig_pdst, orig_issue = MachineSim._dst, MachineSim._pdst, MachineSim._issue
 
     def _issue(self, w, pc, m, e):
@@ -191,7 +193,6 @@ def observe(cu: Path, spec: Path, native_mul: bool = False, obs: Observer | None
         res = run_weights(cu, spec, options=Options(native_mul=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
-    obs.form = ""
     return dict(obs.c), res.stats
 
 
@@ -233,13 +234,12 @@ def main() -> int:
                 if "token_kinds" in r:
                     census[r["kernel"]] = r
     rows, tot = [], Counter()
-    obs = Observer()
+    by_form: dict[str, Counter] = {}
     for cu, spec in corpus(args.dir):
         if not any(k in cu.stem for k in args.k.split(",")):
             continue
         try:
-            obs.c = Counter()
-            counts, stats = observe(cu, spec, args.native, obs)
+            counts, stats = observe(cu, spec, args.native, by_form)
         except QwenGPUError as e:
             rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
             continue
@@ -254,12 +254,12 @@ def main() -> int:
         seen = f"  measured {row['measured']:>9,}" if "measured" in row else ""
         print(f"  {cu.stem:26s} now {counts.get('now', 0):>9,}{seen}", file=sys.stderr, flush=True)
     if args.json:
-        by_ptx = {k: dict(v) for k, v in obs.by_form.items()}
+        by_ptx = {k: dict(v) for k, v in by_form.items()}
         print(json.dumps({"rows": rows, "total": dict(tot), "by_ptx": by_ptx}))
         return 0
     print("$ python bench/result_values.py " + " ".join(sys.argv[1:]))
     if args.by_ptx:
-        by_ptx_table(obs.by_form)
+        by_ptx_table(by_form)
         return 0
     print(f"lane-group results: {tot['groups']:,} register + {tot['pred_groups']:,} predicate "
           f"({tot['writes']:,} warp register writes, {tot['passes']:,} passes)")
