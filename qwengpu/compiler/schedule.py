@@ -108,8 +108,10 @@ class _MemoryFit:
 
 
 def place(circuit: CircuitGraph, shape: Shape, layer_type_at, needed: set[int], order: list[Node],
-          layers: list[LayerPlan]) -> Placement:
-    """Longest-path placement with per-layer neuron capacity and memory fit."""
+          layers: list[LayerPlan], mlp_reserve: int = 0) -> Placement:
+    """Longest-path placement with per-layer neuron capacity and memory fit. ``mlp_reserve``
+    neurons of every MLP are left to the allocator's reset neurons (a dead residual dimension is
+    reused only behind a reset in an MLP with room)."""
     pos: dict[Signal, int] = {}
     unit_pos: dict[int, int] = {}
     memfit = _MemoryFit(shape)
@@ -133,7 +135,8 @@ def place(circuit: CircuitGraph, shape: Shape, layer_type_at, needed: set[int], 
                     raise FitError(f"{s.name}: one output bit needs {own} MLP neurons, intermediate_size is "
                                    f"{shape.intermediate_size}")
                 p = _ceil_parity(max((pos[x] for x in f.signals()), default=-1) + 1, odd=True)
-                while layer(p // 2).mlp.cost(specs) + len(layer(p // 2).mlp) > shape.intermediate_size:
+                room = shape.intermediate_size - mlp_reserve
+                while layer(p // 2).mlp.cost(specs) + len(layer(p // 2).mlp) > room:
                     p += 2
                     if p > 2 * MAX_LAYERS:
                         raise FitError(f"{s.name}: no layer has room (more than {MAX_LAYERS} layers)")
@@ -333,9 +336,11 @@ class CompiledCircuit:
 
 
 def compile_circuit(circuit: CircuitGraph, config: Any, layer_types: list[str] | str | None = None,
-                    reuse: bool = True) -> CompiledCircuit:
+                    reuse: bool = True, mlp_reserve: int = 0) -> CompiledCircuit:
     """Schedule ``circuit`` onto stock layers of ``config``'s shape.
 
+    ``mlp_reserve``: MLP neurons per layer kept free during placement for the reset neurons that
+    let dead residual dimensions be reused (see :func:`place`).
     ``layer_types``: None (DeltaNet everywhere, one mixer-free layer turned into full attention so
     the stock cache works), ``"config"`` (repeat ``config.layer_types``), or an explicit list.
     """
@@ -350,7 +355,7 @@ def compile_circuit(circuit: CircuitGraph, config: Any, layer_types: list[str] |
         type_at = lambda i: LINEAR  # noqa: E731
     needed, order = live_signals(circuit)
     layers: list[LayerPlan] = []
-    placement = place(circuit, shape, type_at, needed, order, layers)
+    placement = place(circuit, shape, type_at, needed, order, layers, mlp_reserve)
     if FULL not in [lp.layer_type for lp in layers]:
         # the stock cache asks a full-attention layer for the sequence length (a model of DeltaNet
         # layers only fails on the decode path): turn a mixer-free layer into one, or add one
