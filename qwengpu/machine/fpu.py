@@ -20,95 +20,111 @@ subnormal operands count as zeros of their sign and a subnormal result becomes a
 from __future__ import annotations
 
 from qwengpu.compiler import Circuit, Word
-from qwengpu.compiler.ir import Bit
+from qwengpu.compiler.ir import Bit, Formula, Lin, Step
+from qwengpu.compiler.ops import match_form, sum_columns
 
-INF = 0x7F800000
-CNAN = 0x7FFFFFFF
-_W = 27  # significand with hidden bit (24) and three bits below it (guard, round, sticky)
-
-
-def _popcount(c: Circuit, bits: list[Bit], width: int) -> Word:
-    """The number of set bits among ``bits`` as a ``width``-bit word."""
-    from qwengpu.compiler.ops import sum_columns
-
-    cnt = sum_columns(c, [list(bits)] + [[] for _ in range(width - 1)])
-    return Word(c, (cnt + [Bit(c, const=0)] * width)[:width])
+ONE = Lin({}, 1)
 
 
-def _unpack(c: Circuit, w: Word, ftz: Bit) -> tuple[Word, Word, Bit, Bit]:
-    """(24-bit significand with its hidden bit, max(exponent field, 1) as 8 bits, exponent field
-    all ones, any fraction bit set) of the float word ``w``; with ``ftz`` a subnormal's significand
-    is 0."""
-    e = w[23:31]
-    h = c.any_of(e.bits)
-    keep = h | ~ftz
-    frac = Word(c, [c.all_of([x, keep]) for x in w.bits[:23]])
-    m = Word(c, [*frac.bits, h])
-    e1 = Word(c, [e.bits[0] | ~h] + list(e.bits[1:]))
-    return m, e1, c.all_of(e.bits), c.any_of(w.bits[:23])
+def _f(c: Circuit, name: str, forms: list[Formula]) -> list[Bit]:
+    return c.formulas(name, forms)
 
 
 def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None) -> Word:
     """``a + b`` rounded to nearest even, as float32 bit patterns (32-bit words). ``probe``: filled
-    with the intermediate words by name (``bench/fadd_unit.py`` reads their layers)."""
+    with the intermediate words by name (their layers: how deep each step lands)."""
     zero = Bit(c, const=0)
     pdiff = a[31] ^ b[31]
-    swap = Word(c, list(a.bits[:31])) < Word(c, list(b.bits[:31]))  # |a| < |b|: b is the larger
-    ma, ea, infa, fra = _unpack(c, a, ftz)
-    mb, eb, infb, frb = _unpack(c, b, ftz)
-    dab = (ea - eb)[:8]
-    dba = (eb - ea)[:8]
-    mx, my = c.mux(swap, mb, ma), c.mux(swap, ma, mb)
+    swap = Word(c, list(a.bits[:31])) < Word(c, list(b.bits[:31]))
+    dw = [1 << i for i in range(8)]
+
+    def unpack(w: Word) -> tuple[Word, Word, Bit, Bit]:
+        """(significand with hidden bit, max(exponent, 1), exponent all ones, any fraction bit)"""
+        e = list(w.bits[23:31])
+        h = c.any_of(e)
+        # fraction bit kept unless ftz and the exponent is 0: [9 f + sum e + (1 - ftz) >= 10]
+        frac = [c.threshold([w.bits[i], *e, ~ftz], [9] + [1] * 8 + [1], 10) for i in range(23)]
+        e0 = c.threshold([e[0], *[~x for x in e[1:]]], [8] + [1] * 7, 7)  # max(e, 1): bit 0
+        return Word(c, [*frac, h]), Word(c, [e0, *e[1:]]), c.all_of(e), c.any_of(list(w.bits[:23]))
+
+    ma, ea, infa, fra = unpack(a)
+    mb, eb, infb, frb = unpack(b)
+    dab, dba = (ea - eb)[:8], (eb - ea)[:8]
+    # significands XOR the sign difference (the subtrahend's one's complement)
+    xa = Word(c, [x ^ pdiff for x in ma.bits])
+    xb = Word(c, [x ^ pdiff for x in mb.bits])
+    MX = c.mux(swap, mb, ma)
+    MX = Word(c, [zero] * 3 + list(MX.bits) + [zero])  # 28 bits
     ex = c.mux(swap, eb, ea)
-    d = c.mux(swap, dba, dab)  # ex - ey >= 0
     sx = c.mux(swap, b[31], a[31])
     xinf, yinf = c.mux(swap, infb, infa), c.mux(swap, infa, infb)
     xnan = c.mux(swap, c.all_of([infb, frb]), c.all_of([infa, fra]))
-    # align: MY = my << 3 shifted right by d; the bits shifted out fold into bit 0 (sticky)
-    MX = Word(c, [zero] * 3 + list(mx.bits) + [zero])  # 28 bits (a carry out at bit 27)
-    MY = Word(c, [zero] * 3 + list(my.bits))
-    MYs = c.shift(MY, d, "shr")
-    # bit j of my is lost when d >= j + 4: one threshold each
-    dw = [1 << i for i in range(8)]
-    lost = [c.threshold([my.bits[j], *d.bits], [256, *dw], 256 + j + 4) for j in range(24)]
-    sticky = c.any_of(lost)
-    T = Word(c, [MYs.bits[0] | sticky] + list(MYs.bits[1:]) + [zero])
-    T = Word(c, [x ^ pdiff for x in T.bits])
-    S = c.add(MX, T, pdiff)  # |x| + |y| or |x| - |y| (never negative), 28 bits
+    # T_i (i >= 1) = (MY >> d)_i ^ pdiff, MY = my << 3, with swap folded in: one formula per bit
+    pd = pdiff.lin()
+    sw = swap.lin()
+    forms = []
+    for i in range(1, 28):
+        terms = []
+        for dsel, src, arm in ((dab, xb, 1 - sw), (dba, xa, sw)):
+            for j in range(0, 27):
+                k = i + j - 3  # source bit of my
+                if not 0 <= k < 24:
+                    continue
+                terms.append(Step(match_form(dsel.bits, j) + arm, 9, src.bits[k].lin() - pd))
+        forms.append(Formula(pd, terms))
+    trest = _f(c, "fadd.align", forms)
+    # T_0 = sticky ^ pdiff, sticky = some bit of my lands at or below position 0 (d >= k + 3)
+    lab = [c.threshold([mb.bits[k], *dab.bits], [256, *dw], 256 + k + 3) for k in range(24)]
+    lba = [c.threshold([ma.bits[k], *dba.bits], [256, *dw], 256 + k + 3) for k in range(24)]
+    terms = []
+    for lost, arm in ((lab, sw), (lba, 1 - sw)):  # arm: 1 when this side is NOT the one
+        L = sum((x.lin() for x in lost), Lin()) - arm * 25
+        terms.append(Step(L - pd * 50, 1, ONE))
+        terms.append(Step(L + pd * 50, 51, ONE, -1))
+    t0 = _f(c, "fadd.sticky", [Formula(pd, terms)])[0]
+    T = Word(c, [t0, *trest])
+    S = c.add(MX, T, pdiff)  # 28 bits
     top = S[27]
-    # leading zeros of S[0:27], at most ex - 1: a sentinel one at bit 27 - ex (when ex <= 27),
-    # folded into the thermometer "no one at or above i" (i = 0..26)
-    therm = [
-        c.all_of([~S.bits[j] for j in range(i, 27)] + [c.threshold(ex.bits, dw, 28 - i)])
-        for i in range(27)
-    ]
-    z = _popcount(c, therm, 8)
-    Sl = c.shift(Word(c, list(S.bits[:27])), z, "shl")
-    Sr = Word(c, [S.bits[1] | S.bits[0]] + list(S.bits[2:28]))
-    S1 = c.mux(top, Sr, Sl)  # leading one at bit 26 (or a subnormal / zero)
-    em1 = c.mux(top, ex, (ex + ~z)[:8])  # the result's exponent field minus one: ex - z - 1
+    # thermometer incl. bit 27: therm_i = no one in S[i..27] and ex >= 28 - i (sentinel)
+    therm = [c.all_of([~S.bits[j] for j in range(i, 28)] + [c.threshold(ex.bits, dw, 28 - i)])
+             for i in range(27)]
+    th = [x.lin() for x in therm] + [1 - top.lin()]  # th[27] = 1 unless top
+    # S1: top ? S >> 1 (jam) : S << z, z = 26 - p, p the leading position: lead_p = th[p+1] - th[p]
+    tp = top.lin()
+    forms = []
+    for i in range(27):
+        terms = []
+        for p in range(27):
+            src = i - 26 + p
+            if 0 <= src < 27:
+                terms.append(Step(th[p + 1] - th[p] + S.bits[src].lin(), 2, ONE))
+        if i == 0:
+            terms.append(Step(tp * 2 + S.bits[1].lin() + S.bits[0].lin(), 3, ONE))
+        else:
+            terms.append(Step(tp + S.bits[i + 1].lin(), 2, ONE))
+        forms.append(Formula(Lin(), terms))
+    S1 = Word(c, _f(c, "fadd.norm", forms))
+    # K = (top ? 0 : z + 1) = sum therm + (1 - top); em1 = ex - K
+    K = Word(c, sum_columns(c, [list(therm) + [~top]] + [[] for _ in range(7)]))
+    em1 = c.sub(ex, K)
     q = Word(c, list(S1.bits[3:27]))
-    up = c.all_of([S1.bits[2], c.any_of([S1.bits[1], S1.bits[0], q.bits[0]])])
+    up = c.lut([S1.bits[2], S1.bits[1], S1.bits[0], q.bits[0]], lambda g, r, s, l0: int(g and (r or s or l0)))
     packed = c.add(Word(c, [zero] * 23 + list(em1.bits) + [zero]), Word(c, [*q.bits] + [zero] * 8), up)
-    ovf = packed[31] | c.all_of(packed.bits[23:31])
+    ovf = c.threshold([packed.bits[31], *packed.bits[23:31]], [8] + [1] * 8, 8)
     tiny = c.all_of([~x for x in packed.bits[23:32]] + [ftz])
     sz = ~c.any_of(S.bits)
-    nan = xnan | c.all_of([yinf, xinf, pdiff])
-    # magnitude: NaN, infinity (an infinite operand or overflow), zero (exact, or flushed), the sum
-    big = xinf | ovf
-    clear = sz | tiny
+    nan = c.any_of([xnan, c.all_of([yinf, xinf, pdiff])])
     mag = []
     for i in range(31):
-        hi_bit = i >= 23
-        mag.append(
-            c.lut(
-                [packed.bits[i], nan, big, clear],
-                lambda p, n, g, z_, hb=hi_bit: int(n or (g and hb) or (not g and not z_ and p)),
-            )
-        )
-    sign = c.lut([sx, nan, sz, pdiff], lambda s_, n, z_, pd: int(not n and s_ and not (z_ and pd)))
+        p = packed.bits[i].lin()
+        if i >= 23:
+            L = (nan.lin() + xinf.lin() + ovf.lin()) * 3 + p - sz.lin() - tiny.lin()
+        else:
+            L = nan.lin() * 5 + p - xinf.lin() - ovf.lin() - sz.lin() - tiny.lin()
+        mag.append(Formula(Lin(), [Step(L, 1, ONE)]))
+    magb = _f(c, "fadd.out", mag)
+    sign = c.lut([sx, nan, sz, pdiff], lambda s_, n, z_, pd_: int(not n and s_ and not (z_ and pd_)))
     if probe is not None:
-        probe.update(swap=swap, d=d, MYs=MYs, sticky=sticky, T=T, S=S, therm=therm, z=z, Sl=Sl, S1=S1,
-                     em1=em1,
-                     up=up, packed=packed, ovf=ovf, big=big, nan=nan, sz=sz, mag=mag, mx=mx)
-    return Word(c, mag + [sign])
+        probe.update(swap=swap, dab=dab, T0=t0, Trest=trest, S=S, therm=therm, S1=S1, K=K, em1=em1, up=up,
+                     packed=packed, ovf=ovf, mag=magb, xa=xa, MX=MX)
+    return Word(c, [*magb, sign])
