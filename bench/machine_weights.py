@@ -46,11 +46,12 @@ sys.path.insert(0, str(ROOT))
 def _layout(config) -> dict:
     from qwengpu.compiler import compile_circuit
     from qwengpu.compiler.report import LayoutReport
-    from qwengpu.machine.circuit import build_machine
+    from qwengpu.machine.circuit import build_machine, mlp_reserve
     from qwengpu.model.configs import shape_for
 
     t0 = time.perf_counter()
-    comp = compile_circuit(build_machine(shape_for(config)), config)
+    shape = shape_for(config)
+    comp = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
     r = LayoutReport.of(comp)
     return {
         "layers": r.n_layers,

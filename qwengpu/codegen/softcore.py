@@ -208,7 +208,9 @@ class Options:
     named in ``routed`` are routed either way. ``native_mul``: the machine has the multiplier
     (``circuit.multiplier``, ``MachineShape.multiplier``): a multiply is one ``mul`` row unless
     its constant's shift-and-add is one instruction, and mul-high is four of them
-    (:func:`mulhi_into`)."""
+    (:func:`mulhi_into`). ``native_fadd``: the machine has the float adders (``circuit.float_adder``,
+    ``MachineShape.fadd``): ``add``/``sub.rn.f32`` without ``.sat`` (and the float ``atomicAdd``'s
+    add) are one ``fadd`` row."""
 
     mul: str = "auto"
     budget: int = ROM_BUDGET
@@ -220,6 +222,7 @@ class Options:
     outline: str = "auto"
     parts: bool = True
     native_mul: bool = False
+    native_fadd: bool = False
 
 
 class Fresh:
@@ -629,11 +632,14 @@ def _pow2_operand(ins: MInstr) -> int | None:
     return None
 
 
-def weight_name(ins: MInstr, native_mul: bool = False) -> str | None:
+def weight_name(ins: MInstr, native_mul: bool = False, native_fadd: bool = False) -> str | None:
     """None when the circuit in the weights runs ``ins`` as it is, else the name that says why
     not (``mul``, ``setp.equ``, ``ld.global.1`` for a sub-word load, ``st.shared`` ...).
-    ``native_mul``: the machine has the multiplier (``MachineShape.multiplier``)."""
+    ``native_mul``: the machine has the multiplier (``MachineShape.multiplier``); ``native_fadd``:
+    the float adders (``MachineShape.fadd``: ``add.rn.f32``, ftz or not, no sat)."""
     op = ins.op
+    if op == "fadd":
+        return None if native_fadd and ins.mod("rnd") == "rn" and not ins.mod("sat") else "fadd"
     if op not in WEIGHT_OPS:
         return op
     if op == "setp":
@@ -651,9 +657,9 @@ def weight_name(ins: MInstr, native_mul: bool = False) -> str | None:
     return None
 
 
-def in_weights(ins: MInstr, native_mul: bool = False) -> bool:
+def in_weights(ins: MInstr, native_mul: bool = False, native_fadd: bool = False) -> bool:
     """Whether the circuit in the weights runs ``ins`` as it is."""
-    return weight_name(ins, native_mul) is None
+    return weight_name(ins, native_mul, native_fadd) is None
 
 
 def unsupported_ops(prog: Program, native_mul: bool = False) -> list[str]:
@@ -1369,7 +1375,7 @@ def _best_window(
 def _expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
     if ins.op == "@call":
         return _call_site(ins, fr, depth)
-    if ins.op == "@label" or in_weights(ins, fr.opts.native_mul):
+    if ins.op == "@label" or in_weights(ins, fr.opts.native_mul, fr.opts.native_fadd):
         return [ins]
     fn = EXPANDERS.get(ins.op)
     if fn is None or (depth == 0 and fr.opts.only is not None and ins.op not in fr.opts.only):

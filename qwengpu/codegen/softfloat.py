@@ -620,6 +620,10 @@ def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
     a, c = _srcs(ins)
     if ins.op == "fsub":
         c = b.xor(c, Imm(SIGN))
+    opts = getattr(fr, "opts", None)
+    if getattr(opts, "native_fadd", False) and ins.mod("rnd") == "rn" and not ins.mod("sat"):
+        # the float adders in the weights (``Options.native_fadd``): one row
+        return b.finish(ins.d[0], b.op("fadd", a, c, rnd="rn", ftz=ins.mod("ftz"), sat=False))
     res = _fadd(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
     return b.finish(ins.d[0], res)
 

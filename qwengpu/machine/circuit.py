@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from qwengpu.compiler import Circuit, Word
 from qwengpu.compiler.ir import Bit
 from qwengpu.machine import protocol as P
+from qwengpu.machine.fpu import fadd
 
 LANES = 4
 NCHUNK = 3  # 11-bit chunks per 32-bit word
@@ -80,9 +81,11 @@ ROM_OPS = (
     "bar",
     "ret",
     "trap",
+    "fadd",  # after the others, so the op codes of machines without the adder stay as they were
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
-REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1)
+REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1), and fadd
+REG_RESULT_EXTRA = ("fadd",)
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOPS = (None, "and", "or", "xor")
 # operand a from a special register (ROM field a_sr): thread index in the block, laneid, warpid,
@@ -140,6 +143,20 @@ class MachineShape:
     #: the multiplier (``multiplier``): fits layer shapes with MLP room for it (the Qwen3.5-2B
     #: shape, intermediate 6144, at the same 37 layers); not the test shape (intermediate 2048)
     multiplier: bool = False
+    #: four float adders (``fpu.fadd``: ``add.rn.f32``, ``.ftz`` by the row's ``csign`` bit); they
+    #: fit beside the multiplier on the 2B shape when placement leaves ``FADD_MLP_RESERVE`` neurons
+    #: per MLP to the residual's resets (``bench/fadd_unit.py``)
+    fadd: bool = False
+
+
+#: MLP neurons per layer that placement leaves free for reset neurons when the machine has the
+#: float adders (without them the residual does not fit: bench/fadd_unit.py)
+FADD_MLP_RESERVE = 1536
+
+
+def mlp_reserve(shape: MachineShape) -> int:
+    """The ``compile_circuit(mlp_reserve=...)`` the machine of ``shape`` is compiled with."""
+    return FADD_MLP_RESERVE if shape.fadd else 0
 
 
 def _match(c: Circuit, bits: Word | list[Bit], value: int) -> Bit:
@@ -569,6 +586,16 @@ def multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
         dp.res[lane] = c.mux(is_mul, prod, dp.res[lane])
 
 
+def float_adder(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
+    """``fadd``: ``a + b`` rounded to nearest even per lane (``fpu.fadd``; ``.ftz`` when the ROM
+    row's ``csign`` bit is set), replacing the datapath's result of an ``fadd`` pass. Built after
+    the multiplier, for the same reason (it takes the MLP room the earlier units left)."""
+    is_fadd = _match(c, fx.op, OP["fadd"])
+    ftz = fx.f["csign"][0]
+    for lane in range(LANES):
+        dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], ftz), dp.res[lane])
+
+
 def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     """Next-PC and reconvergence (doc sections 0 and 5, late layers): every lane's scheduler row, the
     group and warp minimum pcs, and the choice of the next pass (group, pc) with its lane mask."""
@@ -694,7 +721,9 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
                                                        fx.is_ushort)
     res, eff, sl, sl_short, halt = dp.res, sch.eff, tok[0:2], tok[8:10], c.const(P.ctl(P.HALT), 16)
     # ---- the late latch: results of the pass
-    kreg = c.lut(op.bits, lambda *bs: int(sum(b << i for i, b in enumerate(bs)) < REG_RESULT_OPS))
+    extra = {OP[n] for n in REG_RESULT_EXTRA}
+    kreg = c.lut(op.bits, lambda *bs: int(sum(b << i for i, b in enumerate(bs)) < REG_RESULT_OPS
+                                          or sum(b << i for i, b in enumerate(bs)) in extra))
     kpred, kstore = _match(c, op, OP["setp"]), _match(c, op, OP["st"])
     pairs = [(x, y) for x in range(LANES) for y in range(x + 1, LANES)]
     same = [c.any_of([~eff[x], ~eff[y], res[x] == res[y]]) for x, y in pairs]
@@ -825,6 +854,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
     sch = scheduler(c, fx, ops, dp.pc1)
     if shape.multiplier:
         multiplier(c, fx, ops, dp)
+    if shape.fadd:
+        float_adder(c, fx, ops, dp)
     em = emit(c, fx, ops, dp, sch, ldv)
     c.output("out", em.out)
     if debug:

@@ -15,8 +15,10 @@ MULTIPLIER_MIN_INTERMEDIATE = 6144
 
 
 def shape_for(config) -> MachineShape:
-    """The machine compiled into ``config``'s layers: with the multiplier where they have room."""
-    return MachineShape(multiplier=int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE)
+    """The machine compiled into ``config``'s layers: with the multiplier and the float adders where
+    they have room (both measured on the 2B shape: bench/fadd_unit.py)."""
+    room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
+    return MachineShape(multiplier=room, fadd=room)
 
 
 def test_config(hidden: int = 2048, intermediate: int = 2048):

@@ -41,7 +41,7 @@ import torch
 from qwengpu.compiler import compile_circuit
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
 from qwengpu.errors import CheckpointError
-from qwengpu.machine.circuit import MachineShape, build_machine
+from qwengpu.machine.circuit import MachineShape, build_machine, mlp_reserve
 from qwengpu.model.configs import shape_for, test_config
 
 MACHINE_SIDECAR = "qwengpu_machine.json"
@@ -133,7 +133,7 @@ def _build(config, shape: MachineShape, progress: Progress = None):
     from qwengpu.compiler import build_model
 
     _note(progress, "compiling the machine circuit")
-    compiled = compile_circuit(build_machine(shape), config)
+    compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
     _note(progress, f"writing the weights ({compiled.n_layers} layers)")
     model = build_model(compiled)
     if int(model.config.vocab_size) != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
@@ -213,7 +213,7 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
     version = compiler_version(config, shape)
     t0 = time.perf_counter()
     _note(progress, "compiling the machine circuit")
-    compiled = compile_circuit(build_machine(shape), config)
+    compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
     io = TokenIO.of(compiled)
     if io.vocab_size != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
         raise CheckpointError(f"the machine model has vocab_size {io.vocab_size}, not {VOCAB_SIZE}")

@@ -182,6 +182,14 @@ def encode_program(
             f["op"] = OP["mul"]
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
+        elif op == "fadd":
+            if not shape.fadd:
+                raise _refuse(ins, "this machine shape has no float adder (MachineShape.fadd)")
+            if ins.mod("rnd") != "rn" or ins.mod("sat"):
+                raise _refuse(ins, "the float adder rounds to nearest, without .sat")
+            f.update(op=OP["fadd"], csign=int(bool(ins.mod("ftz"))))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
         elif op in ("mov", "not", "popc", "clz", "brev"):
             f["op"] = OP[op]
             reg_or_imm(srcs[0], "a")
@@ -313,7 +321,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         prog, mem = lower_for_weights(
             lowered, grid, block, spec.shared_bytes,
-            options=Options(budget=budget, native_mul=shape.multiplier),
+            options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd),
             gmem_words=shape.gmem_words,
         )
         if len(prog.code) <= shape.rom_rows:
