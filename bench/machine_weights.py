@@ -181,7 +181,8 @@ def main() -> None:
             continue
         row.update(instructions=len(prog.code), prompt_tokens=len(prompt))
         try:
-            sim = run_for_weights(cu, spec, options=Options(native_mul=mshape.multiplier))
+            opts = Options(native_mul=mshape.multiplier, native_fadd=mshape.fadd)
+            sim = run_for_weights(cu, spec, options=opts)
         except QwenGPUError:  # lowered without the multiplier (softmem.lower_for_weights): its count
             sim = run_for_weights(cu, spec)
         if sim.stats["passes"] > args.max_passes:

@@ -31,7 +31,8 @@ These are upper bounds of what an encoding can save on results alone; the PASS a
 the active lanes are not all the group's threads, each charged to the PTX instruction whose machine
 code issued it (``MachineSim``'s PTX map; routines count for the instruction that called them):
 tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
-before it is built. ``--native``: the lowering with the multiplier (the 2B-shape machine).
+before it is built. ``--native``: the lowering with the multiplier and the float adders (the
+2B-shape machine).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
 
     MachineSim._dst, MachineSim._pdst, MachineSim._issue = _dst, _pdst, _issue
     try:
-        res = run_weights(cu, spec, options=Options(native_mul=native_mul))
+        res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
     return dict(obs.c), res.stats
@@ -221,7 +222,8 @@ def main() -> int:
                     help="a bench/machine_weights.py --log file: check the cost model against it")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--by-ptx", action="store_true", help="tokens and warp instructions per PTX operation")
-    ap.add_argument("--native", action="store_true", help="lower with the multiplier (the 2B-shape machine)")
+    ap.add_argument("--native", action="store_true",
+                    help="lower with the multiplier and the float adders (the 2B-shape machine)")
     args = ap.parse_args()
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus

@@ -5,7 +5,8 @@ float32 checkpoint built once into the machine cache, ~1.5 min).
 Launches whose programs use the multiplier's ``mul`` rows (integer products, mul-high from 16-bit
 halves, 64-bit products, float significand products) run inside the stock model; outputs are
 compared bit for bit with the reference interpreter, the trace with the ISA simulator's pass count,
-and the passes with the same launch lowered without the multiplier (fewer). One damaged weight
+and the passes with the same launch lowered without the multiplier (fewer); float adds on the
+float adders (``fadd`` rows) likewise, and random float kernels. One damaged weight
 breaks the run."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from qwengpu.runner import run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ["dot", "mulhi", "int64_arith", "matmul"]
+#: what the 2B-shape machine has: the multiplier and the float adders
+NATIVE = Options(native_mul=True, native_fadd=True)
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +50,7 @@ def test_products_inside_the_2b_shape_model(machine_2b, name):
     ref = run_kernel(cu)
     for k in ref.outputs:
         assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
-    sim = run_for_weights(cu, options=Options(native_mul=True))
+    sim = run_for_weights(cu, options=NATIVE)
     assert run.stats["passes"] == sim.stats["passes"]
     assert run.stats["passes"] < run_for_weights(cu).stats["passes"]
 
@@ -92,8 +95,57 @@ def test_random_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, seed):
     except MachineLimitError as exc:
         assert "ROM" in str(exc) or "instructions" in str(exc)
         pytest.skip(f"refused: {exc}")
-    budget = 8 * run_weights(cu, options=Options(native_mul=True)).stats["passes"] + 10000
+    budget = 8 * run_weights(cu, options=NATIVE).stats["passes"] + 10000
     got = run_machine(cu, model=model, config=cfg, max_tokens=budget).outputs["out"].tolist()
     for k, (text, f) in enumerate(exprs):
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
+
+
+@pytest.mark.parametrize("name", ["dot", "atomic_float_add", "add_ties"])
+def test_float_adds_inside_the_2b_shape_model(machine_2b, name):
+    """Launches whose float adds (``add.f32``, the float ``atomicAdd``) are ``fadd`` rows of the
+    float adders run inside the model, bit for bit equal to the interpreter, with the simulator's
+    pass count, and in fewer passes than the same launch lowered without the adders."""
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    cfg, model = machine_2b
+    cu = ROOT / "kernels" / f"{name}.cu"
+    _, prog, _, _, _ = prepare(cu, None, shape_for(cfg))
+    assert any(x.op == "fadd" for x in prog.code)
+    run = run_machine(cu, model=model, config=cfg, max_tokens=400_000)
+    ref = run_kernel(cu)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    assert run.stats["passes"] == run_for_weights(cu, options=NATIVE).stats["passes"]
+    assert run.stats["passes"] < run_for_weights(cu, options=Options(native_mul=True)).stats["passes"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_float_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, seed):
+    """The random float expression kernels of tests/test_fuzz_kernels.py (adds, products, fma,
+    edge values) on the machine with the float adders, against the exact-rational float model."""
+    import random
+    import sys
+
+    from qwengpu.codegen.softmem import run_weights
+    from qwengpu.errors import MachineLimitError
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_fuzz_kernels as fz
+
+    cfg, model = machine_2b
+    n = 32
+    cu, exprs, vals = fz.write_float_kernel(tmp_path, random.Random(2000 + seed), n)
+    try:
+        prepare(cu, None, shape_for(cfg))
+    except MachineLimitError as exc:
+        pytest.skip(f"refused: {exc}")
+    budget = 8 * run_weights(cu, options=NATIVE).stats["passes"] + 10000
+    got = np.asarray(run_machine(cu, model=model, config=cfg, max_tokens=budget).outputs["out"])
+    got = got.view(np.uint32).tolist()
+    for k, (text, f) in enumerate(exprs):
+        want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
+        assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
+

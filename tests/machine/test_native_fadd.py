@@ -1,0 +1,92 @@
+"""The float adders in the weights (issue 14): what the lowering emits for a machine that has them
+(``Options.native_fadd``, ``MachineShape.fadd``), run on the ISA simulator against the independent
+float model of tests/test_fuzz_kernels.py; which adds stay sequences; the engine refusing an
+``fadd`` row on a machine without the adders. (The circuit itself: test_fpu.py; inside the model:
+tests/machine_weights/test_multiplier_2b.py, slow.)"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from machine_helpers import binop_ptx, binop_spec
+
+from qwengpu.codegen.soft import Options, run_for_weights, simulate_for_weights
+from qwengpu.codegen.softmem import run_weights
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine.circuit import MachineShape
+from qwengpu.model import configs
+from qwengpu.ptx.parser import parse_ptx
+from qwengpu.spec import parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = Options(native_mul=True, native_fadd=True)
+
+
+def _prog(op: str, options: Options):
+    module = parse_ptx(binop_ptx(op, "f32", "f32", "f32"))
+    spec = parse_spec(binop_spec([0x3F800000], [0x40000000], "f32", "f32", "f32"))
+    return simulate_for_weights(module, spec, options=options)[2]
+
+
+@pytest.mark.parametrize(("op", "native"), [
+    ("add.f32 {C}, {A}, {B};", True),
+    ("add.rn.ftz.f32 {C}, {A}, {B};", True),
+    ("sub.f32 {C}, {A}, {B};", True),
+    ("add.rz.f32 {C}, {A}, {B};", False),  # other rounding modes stay integer sequences
+    ("add.sat.f32 {C}, {A}, {B};", False),
+])
+def test_which_adds_become_one_row(op, native):
+    with_adders = _prog(op, NATIVE)
+    without = _prog(op, Options(native_mul=True))
+    fadds = [x for x in with_adders.code if x.op == "fadd"]
+    assert len(fadds) == (1 if native else 0)
+    assert not any(x.op == "fadd" for x in without.code)
+    if native:
+        assert len(with_adders.code) < len(without.code) - 20
+        assert fadds[0].mod("ftz") == ("ftz" in op)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_float_kernels_with_the_adders(tmp_path, seed):
+    """Random float expressions (adds, products, fma ...) lowered for the machine with the adders
+    and run on the ISA simulator, against the exact-rational float model of the fuzz tests."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_fuzz_kernels as fz
+
+    n = 64
+    cu, exprs, vals = fz.write_float_kernel(tmp_path, random.Random(300 + seed), n)
+    res = run_for_weights(cu, options=NATIVE)
+    got = np.asarray(res.outputs["out"]).view(np.uint32).tolist()
+    for k, (text, f) in enumerate(exprs):
+        want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
+        assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
+
+
+def test_float_atomic_add_and_dot_are_shorter_and_exact():
+    for name in ("dot", "atomic_float_add"):
+        cu = ROOT / "kernels" / f"{name}.cu"
+        base = run_weights(cu, options=Options(native_mul=True))
+        fast = run_weights(cu, options=NATIVE)
+        assert base.passed and fast.passed, name
+        assert fast.stats["warp_instructions"] < 0.6 * base.stats["warp_instructions"], name
+
+
+def test_shape_decides_the_adders():
+    from qwengpu.compiler import text_config
+
+    assert not configs.shape_for(configs.test_config()).fadd
+    assert configs.shape_for(text_config("qwen3_5_2b_text")).fadd
+
+
+def test_an_fadd_row_is_refused_on_a_machine_without_the_adders():
+    from qwengpu.runtime.engine import encode_program
+
+    prog = _prog("add.f32 {C}, {A}, {B};", NATIVE)
+    with pytest.raises(MachineLimitError, match="no float adder"):
+        encode_program(prog, b"\0" * 64, (1, 1, 1), MachineShape(multiplier=True))
+    rows = encode_program(prog, b"\0" * 64, (1, 1, 1), MachineShape(multiplier=True, fadd=True))
+    assert len(rows) == len(prog.code)
