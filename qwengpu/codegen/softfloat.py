@@ -454,8 +454,18 @@ class _B:
             shape = "unrolled"  # a constant multiplier: shift-and-add of its set bits
         if shape == "mul":
             mb = self.shr(mb_top, Imm(8))
-            lo = self.op("mul", ma, mb)
-            t = self.op("mulhi", ma_top, mb_top, sign="u")  # P >> 16
+            lo = self.op("mul", ma, mb)  # P mod 2^32
+            if isinstance(mb_top, Imm):  # a constant: mulhi's expansion folds it (fewer rows)
+                return self.op("mulhi", ma_top, mb_top, sign="u"), self.shr(lo, Imm(8)), lo, ma
+            # P >> 16 from 16 × 16 and 16 × 8 products (each below 2^32): with ma = ah·2^8 + al,
+            # mb = bh·2^8 + bl, P >> 16 = ah·bh + (ah·bl + al·bh) >> 8 + R, R in {0, 1} (the
+            # rest is below 2^17), and (P >> 16) mod 2^16 = lo >> 16 fixes R by its parity
+            ah, bh = self.shr(ma_top, Imm(16)), self.shr(mb_top, Imm(16))
+            q = self.op("mul", ah, bh)
+            c1 = self.op("mul", ah, self.and_(mb, Imm(0xFF)))
+            c2 = self.op("mul", self.and_(ma, Imm(0xFF)), bh)
+            base = self.add(q, self.shr(self.add(c1, c2), Imm(8)))
+            t = self.add(base, self.and_(self.xor(self.shr(lo, Imm(16)), base), Imm(1)))
             # express the low 16 bits of P as (S & 0xFF) << 8 | (p0 & 0xFF)
             return t, self.shr(lo, Imm(8)), lo, ma
 
@@ -1143,6 +1153,8 @@ def expand_i2f(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     (x,) = _srcs(ins)
     rnd = ins.mod("rnd")
+    if rnd == "rn" and getattr(getattr(fr, "opts", None), "native_fadd", False):
+        return b.finish(ins.d[0], _i2f_by_fadd(b, x, ins.mod("sign") == "s", fr))
     if ins.mod("sign") == "s":
         sgn = b.and_(x, Imm(SIGN))
         m = b.shr(x, Imm(31), sign="s")
@@ -1158,6 +1170,30 @@ def expand_i2f(ins: MInstr, fr: object) -> list[MInstr]:
     p = b.round_pack(sgn, e, mn, rnd, False, subnormal=False, ovf=False)
     p = b.sel(Imm(0), p, b.setp("eq", mag, Imm(0)))
     return b.finish(ins.d[0], b.or_(p, sgn))
+
+
+#: float bits of 2^23 and 2^39: a value v < 2^23 (< 2^16 scaled by 2^16) OR-ed into their
+#: significands is the float 2^23 + v (2^39 + v * 2^16), exactly
+_F2_23, _F2_39 = 0x4B000000, 0x53000000
+#: -(2^39 + 2^23) and -(2^39 + 2^31 + 2^23) (signed: the high half carries the offset 2^15)
+_NEG_HI_U, _NEG_HI_S = 0xD3000080, 0xD3008080
+
+
+def _i2f_by_fadd(b: _B, x: Val, signed: bool, fr: object) -> Val:
+    """cvt.rn.f32.{s32,u32} on the float adders (``Options.native_fadd``): x = hi * 2^16 + lo
+    with both halves exact floats, one rounding in the last ``fadd``. hi * 2^16 - 2^23 comes from
+    2^39 + hi' * 2^16 (the high half OR-ed into 2^39's significand; for s32 hi' = hi + 2^15, the
+    high half of x ^ 2^31) minus a constant, exactly (a multiple of 2^16 below 2^32 in
+    magnitude); 2^23 + lo from OR-ing the low half into 2^23; their sum is x, rounded once, and
+    +0 for x = 0. A value known to be below 2^23 (``value_bounds``) is one OR and one exact add."""
+    bounds = getattr(fr, "bounds", {})
+    if isinstance(x, R) and bounds.get(x.n, 32) <= 23:
+        return b.op("fadd", b.or_(x, Imm(_F2_23)), Imm(_F2_23 | SIGN), rnd="rn", ftz=False, sat=False)
+    u = b.xor(x, Imm(SIGN)) if signed else x
+    hi = b.or_(b.shr(u, Imm(16)), Imm(_F2_39))
+    hi = b.op("fadd", hi, Imm(_NEG_HI_S if signed else _NEG_HI_U), rnd="rn", ftz=False, sat=False)
+    lo = b.or_(b.and_(x, Imm(0xFFFF)), Imm(_F2_23))
+    return b.op("fadd", hi, lo, rnd="rn", ftz=False, sat=False)
 
 
 _IRND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}

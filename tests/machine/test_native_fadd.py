@@ -66,6 +66,44 @@ def test_random_float_kernels_with_the_adders(tmp_path, seed):
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
 
 
+def _cvt_values(seed: int, n: int) -> list[int]:
+    """32-bit words: zero, ±1, the ends, every width's round-half cases, random words."""
+    edge = [0, 1, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x80000001, 0x7FFFFFC0, 0xFFFFFF80]
+    for k in range(23, 32):
+        base = 1 << k
+        edge += [base - 1, base + 1, base + (1 << (k - 23)), base + 3 * (1 << (k - 24)) if k > 23 else base]
+        edge += [(-x) & 0xFFFFFFFF for x in edge[-4:]]
+    rng = random.Random(seed)
+    vals = edge + [rng.getrandbits(rng.choice((8, 16, 24, 25, 31, 32))) for _ in range(n)]
+    return vals[: n - n % 32]
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("sign", ["s32", "u32"])
+def test_int_to_float_on_the_adders_is_exact(sign, seed):
+    """``cvt.rn.f32.{s32,u32}`` on the adders (two ``fadd`` rows, halves of 16 bits) on the ISA
+    simulator, against NumPy's casts (round to nearest even); other modes stay sequences."""
+    op = f"cvt.rn.f32.{sign} {{C}}, {{A}};"
+    vals = _cvt_values(seed * 2 + (sign == "u32"), 320)  # 3 x 320 words: the machine's memory
+    module = parse_ptx(binop_ptx(op, sign, "u32", "f32"))
+    spec = parse_spec(binop_spec(vals, [0] * len(vals), sign, "u32", "f32"))
+    outputs, _, prog = simulate_for_weights(module, spec, options=NATIVE)
+    assert sum(x.op == "fadd" for x in prog.code) == 2
+    words = np.asarray(vals, dtype=np.uint32)
+    want = (words.view(np.int32) if sign == "s32" else words).astype(np.float32)
+    assert np.asarray(outputs["out"]).view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    # a value known to be below 2^23 (value_bounds: masked to 20 bits) takes one exact add
+    masked = f"and.b32 %r13, {{A}}, 0xFFFFF;\n    cvt.rn.f32.{sign} {{C}}, %r13;"
+    module = parse_ptx(binop_ptx(masked, sign, "u32", "f32"))
+    outputs, _, prog = simulate_for_weights(module, spec, options=NATIVE)
+    assert sum(x.op == "fadd" for x in prog.code) == 1
+    want = (words & 0xFFFFF).astype(np.float32)
+    assert np.asarray(outputs["out"]).view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    rz = f"cvt.rz.f32.{sign} {{C}}, {{A}};"
+    prog_rz = simulate_for_weights(parse_ptx(binop_ptx(rz, sign, "u32", "f32")), spec, options=NATIVE)[2]
+    assert not any(x.op == "fadd" for x in prog_rz.code)
+
+
 def test_float_atomic_add_and_dot_are_shorter_and_exact():
     for name in ("dot", "atomic_float_add"):
         cu = ROOT / "kernels" / f"{name}.cu"

@@ -695,3 +695,26 @@ def test_product_shapes(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for op, mods in [("fmul", {}), ("ffma", {"rnd": "rp"}), ("fmul", {"rnd": "rm", "ftz": True})]:
         a, b, c = operands(op, rng, 256)
         check(op, mods, a, b, c, guard=True, weights=shape == "mul")
+
+
+def test_product_high_half_on_the_multiplier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``mul`` shape's P >> 16 (16 × 16 and 16 × 8 products, the carry fixed by the low
+    word's parity): significands at the ends (2^23, 2^24 - 1, one byte all ones) and random, so
+    both values of the carry and every byte pattern of the cross terms occur; fmul (rn, rz) and
+    ffma (rn) against fp32."""
+    monkeypatch.setattr(sf, "MUL_SHAPE", "mul")
+    rng = np.random.default_rng(14)
+    n = 1024
+    ends = np.array([0, 0x7FFFFF, 0x0000FF, 0x7FFF00, 0x00FF00, 0x7F00FF, 0x000001], dtype=np.uint32)
+
+    def floats() -> np.ndarray:
+        sig = np.where(rng.random(n) < 0.5, rng.choice(ends, n), rng.integers(0, 1 << 23, n))
+        sig = sig.astype(np.uint32)
+        exp = rng.integers(64, 192, n).astype(np.uint32)
+        return (sig | (exp << 23) | (rng.integers(0, 2, n).astype(np.uint32) << 31)).astype(np.uint32)
+
+    a, b, c = floats(), floats(), floats()
+    for op, mods in [("fmul", {}), ("fmul", {"rnd": "rz"}), ("ffma", {})]:
+        check(op, mods, a, b, c, weights=True)
+    for k in (0x3F000000, 0x3FFFFFFF, 0xC0490FDB):  # a constant factor takes mulhi's expansion
+        check("fmul", {}, a, b, c, weights=True, imm={1: k})
