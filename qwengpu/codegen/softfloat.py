@@ -625,15 +625,23 @@ def _fadd_core(b: _B, a: Val, c: Val, ftz: bool, sat: bool) -> tuple:
     return (sx, pz, e, mn), late
 
 
+def _native_fadd(fr: object) -> bool:
+    """Whether the machine has the float adders in the weights (``Options.native_fadd``)."""
+    return bool(getattr(getattr(fr, "opts", None), "native_fadd", False))
+
+
+def _fadd_row(b: _B, a: Val, c: Val, ftz: object = False) -> Val:
+    """One ``fadd`` row of the float adders: a + c rounded to nearest even (``.ftz`` optional)."""
+    return b.op("fadd", a, c, rnd="rn", ftz=ftz, sat=False)
+
+
 def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c = _srcs(ins)
     if ins.op == "fsub":
         c = b.xor(c, Imm(SIGN))
-    opts = getattr(fr, "opts", None)
-    if getattr(opts, "native_fadd", False) and ins.mod("rnd") == "rn" and not ins.mod("sat"):
-        # the float adders in the weights (``Options.native_fadd``): one row
-        return b.finish(ins.d[0], b.op("fadd", a, c, rnd="rn", ftz=ins.mod("ftz"), sat=False))
+    if _native_fadd(fr) and ins.mod("rnd") == "rn" and not ins.mod("sat"):
+        return b.finish(ins.d[0], _fadd_row(b, a, c, ins.mod("ftz")))
     res = _fadd(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
     return b.finish(ins.d[0], res)
 
@@ -1153,7 +1161,7 @@ def expand_i2f(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     (x,) = _srcs(ins)
     rnd = ins.mod("rnd")
-    if rnd == "rn" and getattr(getattr(fr, "opts", None), "native_fadd", False):
+    if rnd == "rn" and _native_fadd(fr):
         return b.finish(ins.d[0], _i2f_by_fadd(b, x, ins.mod("sign") == "s", fr))
     if ins.mod("sign") == "s":
         sgn = b.and_(x, Imm(SIGN))
@@ -1188,12 +1196,11 @@ def _i2f_by_fadd(b: _B, x: Val, signed: bool, fr: object) -> Val:
     +0 for x = 0. A value known to be below 2^23 (``value_bounds``) is one OR and one exact add."""
     bounds = getattr(fr, "bounds", {})
     if isinstance(x, R) and bounds.get(x.n, 32) <= 23:
-        return b.op("fadd", b.or_(x, Imm(_F2_23)), Imm(_F2_23 | SIGN), rnd="rn", ftz=False, sat=False)
+        return _fadd_row(b, b.or_(x, Imm(_F2_23)), Imm(_F2_23 | SIGN))
     u = b.xor(x, Imm(SIGN)) if signed else x
-    hi = b.or_(b.shr(u, Imm(16)), Imm(_F2_39))
-    hi = b.op("fadd", hi, Imm(_NEG_HI_S if signed else _NEG_HI_U), rnd="rn", ftz=False, sat=False)
+    hi = _fadd_row(b, b.or_(b.shr(u, Imm(16)), Imm(_F2_39)), Imm(_NEG_HI_S if signed else _NEG_HI_U))
     lo = b.or_(b.and_(x, Imm(0xFFFF)), Imm(_F2_23))
-    return b.op("fadd", hi, lo, rnd="rn", ftz=False, sat=False)
+    return _fadd_row(b, hi, lo)
 
 
 _IRND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}

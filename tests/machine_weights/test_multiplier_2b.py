@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from qwengpu.codegen.soft import Options
+from qwengpu.codegen.softmem import run_weights
 from qwengpu.runner import run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,6 @@ def machine_2b():
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_products_inside_the_2b_shape_model(machine_2b, name):
-    from qwengpu.codegen.softmem import run_weights
     from qwengpu.runtime.engine import prepare, run_machine, shape_for
 
     cfg, model = machine_2b
@@ -80,7 +80,6 @@ def test_random_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, seed):
     import random
     import sys
 
-    from qwengpu.codegen.softmem import run_weights
     from qwengpu.errors import MachineLimitError
     from qwengpu.runtime.engine import prepare, run_machine, shape_for
 
@@ -107,7 +106,6 @@ def test_float_adds_inside_the_2b_shape_model(machine_2b, name):
     """Launches whose float adds (``add.f32``, the float ``atomicAdd``) are ``fadd`` rows of the
     float adders run inside the model, bit for bit equal to the interpreter, with the simulator's
     pass count, and in fewer passes than the same launch lowered without the adders."""
-    from qwengpu.codegen.softmem import run_weights
     from qwengpu.runtime.engine import prepare, run_machine, shape_for
 
     cfg, model = machine_2b
@@ -130,7 +128,6 @@ def test_random_float_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, se
     import random
     import sys
 
-    from qwengpu.codegen.softmem import run_weights
     from qwengpu.errors import MachineLimitError
     from qwengpu.runtime.engine import prepare, run_machine, shape_for
 
