@@ -1,4 +1,4 @@
-// Float -> integer conversions saturate and send NaN to 0: __float2int_{rn,rz,rd,ru},
+// Float -> integer conversions saturate and send NaN to 0 (to 64 bits: LLONG_MIN, PTX ISA 9.0): __float2int_{rn,rz,rd,ru},
 // __float2uint_rz (negatives -> 0), C casts, __float2ll_rz.
 extern "C" __global__ void float_to_int(const float* a, int* si, unsigned int* ui, long long* sl)
 {

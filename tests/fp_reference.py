@@ -462,8 +462,10 @@ def int_from_float(bits: int, dst: str, rnd: str, fmt: Fmt = F32, ftz: bool = Fa
         bits = flush(bits, fmt)
     lo, hi = INT_RANGE[dst]
     v = decode(bits, fmt)
-    if v.kind == "nan":
-        return 0
+    if v.kind == "nan":  # PTX ISA 9.0: 0, unless from f64 or to 64 bits: 1 << (width - 1)
+        if fmt is F32 and hi < 2**32:
+            return 0
+        return lo if lo < 0 else (hi + 1) // 2
     if v.kind == "inf":
         return lo if v.neg else hi
     n = round_integral(v.q, rnd)

@@ -564,7 +564,7 @@ def expand_i2d(ins: MInstr, fr: object) -> list[MInstr]:
 
 
 def _d2int(L: _L, a: Pair, irnd: str, signed: bool, bits: int) -> tuple[R, R]:
-    """(lo, hi) of cvt.irnd.{s,u}bits.f64: rounded, saturated, NaN -> 0."""
+    """(lo, hi) of cvt.irnd.{s,u}bits.f64: rounded, saturated, NaN -> 1 << (bits - 1)."""
     rl, rh = L.drnd(a, irnd)  # integral (or inf/NaN)
     e = L.op("shr", L.op("and", rh, Imm(0x7FFFFFFF)), Imm(20))
     mh = L.op("and", rh, Imm(0xFFFFF))
@@ -592,7 +592,8 @@ def _d2int(L: _L, a: Pair, irnd: str, signed: bool, bits: int) -> tuple[R, R]:
         vl, vh = L.selp2(mx, mag, over)
         vl, vh = L.sel(Imm(0), vl, neg), L.sel(Imm(0), vh, neg)
     nan = L.dnan(a)
-    return L.sel(Imm(0), vl, nan), L.sel(Imm(0), vh, nan)
+    nan_lo, nan_hi = (Imm(0), Imm(SIGN)) if bits == 64 else (Imm(SIGN), Imm(M32 if signed else 0))
+    return L.sel(nan_lo, vl, nan), L.sel(nan_hi, vh, nan)
 
 
 def expand_d2i(ins: MInstr, fr: object) -> list[MInstr]:

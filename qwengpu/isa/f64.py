@@ -305,10 +305,11 @@ def _round_int(q: Fraction, irnd: str) -> int:
 
 
 def to_int(a: int, irnd: str, signed: bool, bits: int) -> int:
-    """cvt.irnd.{s,u}{32,64}.f64: rounded, saturated to the range, NaN -> 0; the bit pattern."""
+    """cvt.irnd.{s,u}{32,64}.f64: rounded, saturated to the range, NaN -> 1 << (bits - 1) (PTX
+    ISA 9.0: from f64, never 0); the bit pattern."""
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     if is_nan(a):
-        v = 0
+        v = 1 << (bits - 1)
     elif is_inf(a):
         v = lo if neg(a) else hi
     else:

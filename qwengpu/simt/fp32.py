@@ -36,7 +36,8 @@ Model choices (the hardware-visible ones to verify on a real GPU are marked [ver
   Platform independence: evaluated in float64, and every element whose float64 value is within a
   relative 2^-40 of a float32 rounding midpoint is recomputed with mpmath at increasing precision.
   The real hardware results (<= 2 ulp, 2^-22 abs for sin/cos) will differ in the last bits.
-* float -> int conversions saturate to the destination range, NaN -> 0; ``ftz`` is optional there.
+* float -> int conversions saturate to the destination range, NaN -> 0 (1 << (width - 1) from f64
+  or to 64 bits, PTX ISA 9.0); ``ftz`` is optional there.
 * ``testp.normal``/``testp.subnormal``: IEEE classes (zero is neither).
 * f64 arithmetic: all four rounding modes.  rn uses numpy (correctly rounded); directed modes use
   error-free transformations, with an exact ``fractions.Fraction`` fallback for elements near the
@@ -793,7 +794,10 @@ def f64_from_int(x: IntArr, src: str, rnd: str = "rn") -> U64:
 _RINT = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}
 
 
-def _float_to_int(x: F64, dst: str, rnd: str) -> IntArr:
+def _float_to_int(x: F64, dst: str, rnd: str, from_f64: bool = False) -> IntArr:
+    """Round, saturate; a NaN gives 0, or 1 << (width - 1) when the source is f64 or the
+    destination 64 bits wide (PTX ISA 9.0, cvt; an H200 gives 0x8000000000000000 for
+    ``__float2ll_rz(NaN)``)."""
     t = _int_type(dst)
     info = np.iinfo(t)
     v = _RINT[_mode(rnd)](x)
@@ -803,12 +807,14 @@ def _float_to_int(x: F64, dst: str, rnd: str) -> IntArr:
     v = np.where(nan | over, 0.0, np.maximum(v, float(info.min)))
     out = v.astype(t)
     out[over] = info.max
+    if from_f64 or info.bits == 64:
+        out[nan] = info.min if info.min < 0 else 1 << (info.bits - 1)
     return out
 
 
 def int_from_f32(bits: U32, dst: str, rnd: str = "rzi", ftz: bool = False) -> IntArr:
     """``cvt.rnd{.ftz}.dst.f32``: round to integer (rni rzi rmi rpi), saturate to the destination
-    range, NaN -> 0.  Returns the natural dtype of ``dst``."""
+    range, NaN -> 0 (64-bit destinations: 1 << 63).  Returns the natural dtype of ``dst``."""
     bits = _u32(bits)
     if ftz:
         bits = _flush32(bits)
@@ -819,7 +825,7 @@ def int_from_f32(bits: U32, dst: str, rnd: str = "rzi", ftz: bool = False) -> In
 def int_from_f64(bits64: U64, dst: str, rnd: str = "rzi") -> IntArr:
     """``cvt.rnd.dst.f64``: as :func:`int_from_f32` for float64 sources."""
     with np.errstate(all="ignore"):
-        return _float_to_int(_u64(bits64).view(np.float64), dst, rnd)
+        return _float_to_int(_u64(bits64).view(np.float64), dst, rnd, from_f64=True)
 
 
 def round_f32(bits: U32, rnd: str, ftz: bool = False) -> U32:

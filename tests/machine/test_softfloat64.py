@@ -200,3 +200,35 @@ def test_float_expression_with_double_literal() -> None:
     cu = Path(__file__).resolve().parents[1] / "machine_weights" / "kernels" / "dbl.cu"
     for r in (run_machine_sim(cu), run_for_weights(cu)):
         assert r.passed, r.mismatches
+
+
+@pytest.mark.parametrize(
+    ("op", "ta", "tc"),
+    [
+        ("cvt.rzi.s64.f32", "f32", "s64"),
+        ("cvt.rzi.u64.f32", "f32", "u64"),
+        ("cvt.rzi.s32.f64", "f64", "s32"),
+        ("cvt.rni.u32.f64", "f64", "u32"),
+        ("cvt.rzi.s64.f64", "f64", "s64"),
+        ("cvt.rzi.u16.f64", "f64", "u16"),
+        ("cvt.rzi.s16.f64", "f64", "s16"),
+        ("cvt.rzi.s32.f32", "f32", "s32"),
+    ],
+)
+def test_nan_to_integer_follows_ptx(op: str, ta: str, tc: str) -> None:
+    """A NaN converts to 0 only from f32 to at most 32 bits, else to 1 << (width - 1) (PTX ISA 9.0;
+    an H200 gives 0x8000000000000000 for ``cvt.rzi.s64.f32``): the lowering (the sequences for the
+    64-bit and sub-word cases) equal to the interpreter, and both to that rule."""
+    from machine_helpers import assert_same, binop_ptx, binop_spec, both
+
+    nans = [0x7FC00000, 0xFFC00001, 0x7F800001] if ta == "f32" else [0x7FF8000000000000, 0xFFF0000000000001]
+    ones = [0x3F800000] if ta == "f32" else [0x3FF0000000000000]
+    vals = nans + ones
+    tload = "u64" if ta == "f64" else ta  # the f64 words travel as 64-bit integers
+    ptx = binop_ptx(f"{op} {{C}}, {{A}};", tload, "u32", tc)
+    ref, got, _, _ = both(ptx, binop_spec(vals, [0] * len(vals), tload, "u32", tc))
+    assert_same(ref, got)
+    bits = int(tc[1:])
+    want = 0 if ta == "f32" and bits <= 32 else 1 << (bits - 1)
+    out = np.asarray(ref["out"]).view(f"uint{bits}").tolist()
+    assert out == [want] * len(nans) + [1]

@@ -366,12 +366,13 @@ def roundf(x) -> np.float32:
 
 
 def to_int(x, mode: str, nbits: int = 32, signed: bool = True) -> int:
-    """cvt.{rni,rzi,rmi,rpi}.{s,u}N.f32: round, saturate to the type's range, NaN -> 0."""
+    """cvt.{rni,rzi,rmi,rpi}.{s,u}N.f32: round, saturate to the type's range; NaN -> 0, but to
+    1 << 63 for a 64-bit destination (PTX ISA 9.0, cvt; what an H200 gives)."""
     x = np.float32(x)
     lo = -(1 << (nbits - 1)) if signed else 0
     hi = (1 << (nbits - 1)) - 1 if signed else (1 << nbits) - 1
     if is_nan(x):
-        return 0
+        return 0 if nbits < 64 else (lo if signed else 1 << 63)
     if is_inf(x):
         return hi if float(x) > 0 else lo
     n = _round_int(exact(x), mode)

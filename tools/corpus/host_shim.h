@@ -130,7 +130,7 @@ static inline int __float2int_ru(float x) { return (int)sat_ll(ceil((double)x), 
 static inline unsigned __float2uint_rz(float x) { return (unsigned)sat_ll(trunc((double)x), 0.0, 4294967295.0, 0, 4294967295LL); }
 static inline unsigned __float2uint_rn(float x) { return (unsigned)sat_ll(nearbyint((double)x), 0.0, 4294967295.0, 0, 4294967295LL); }
 static inline long long __float2ll_rz(float x) {
-    double r = trunc((double)x); if (r != r) return 0;
+    double r = trunc((double)x); if (r != r) return -9223372036854775807LL - 1;  /* PTX ISA 9.0 */
     if (r >= 9223372036854775807.0) return 9223372036854775807LL;
     if (r <= -9223372036854775808.0) return -9223372036854775807LL - 1; return (long long)r; }
 __attribute__((noinline)) static float __uint2float_rz(volatile unsigned x) { return RND(FE_TOWARDZERO, (float)x); }

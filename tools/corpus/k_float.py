@@ -361,7 +361,8 @@ def float_to_int() -> Launch:
                   [buf("a", "f32", xs), buf("si", "i32", [0] * (5 * n)), buf("ui", "u32", [0] * (2 * n)),
                    buf("sl", "i64", [0] * n)],
                   ["si", "ui", "sl"], {"si": si, "ui": ui, "sl": sl},
-                  description="float->int conversions saturate (1e10 -> INT_MAX, -1.5 -> 0u) and NaN -> 0; "
+                  description="float->int conversions saturate (1e10 -> INT_MAX, -1.5 -> 0u), NaN -> 0 "
+                              "(to 64 bits: LLONG_MIN); "
                               "__float2int_rn/rz/rd/ru, (int)x, __float2uint_rz/rn, __float2ll_rz")
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.common import INT_ROUNDING, M32, ROUNDING, _bits, _signed, _type_of
 from qwengpu.codegen.lowering.floats import dop_write, f64_trap
-from qwengpu.codegen.lowering.floatseq import drnd, f2i64, i2f64
+from qwengpu.codegen.lowering.floatseq import dnan, drnd, f2i64, i2f64
 from qwengpu.codegen.lowering.operands import (
     V64,
     as_pair,
@@ -187,12 +187,14 @@ def cvt_f64(
         if _bits(dname) == 64:
             dop_write(cx, ins, d, "d2l", dpair(cx, a, ins), sign=sg, irnd=ir)
             return
-        v = cx.tmp()
-        cx.emit("d2i", (v,), dpair(cx, a, ins), sign=sg, irnd=ir)
+        v, x = cx.tmp(), dpair(cx, a, ins)
+        cx.emit("d2i", (v,), x, sign=sg, irnd=ir)
         if _bits(dname) < 32:  # saturate further to the sub-word range (s32 saturation first is the same)
             n = _bits(dname)
             lo_, hi_ = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if sg == "s" else (0, (1 << n) - 1)
             v = cx.op("min", cx.op("max", v, Imm(lo_), sign=sg), Imm(hi_), sign=sg)
+            if sg == "u":  # a NaN gives 1 << (n - 1) (signed: the minimum already is)
+                v = cx.sel(Imm(1 << (n - 1)), v, dnan(cx, x))
         write32v(cx, d, dt, v, ins)
         return
     f64_trap(cx, ins)

@@ -164,7 +164,7 @@ def i2f64(cx: LowerCtx, x: tuple, signed: bool, rnd: str) -> R:
 
 
 def f2i64(cx: LowerCtx, x: R | Imm, signed: bool, irnd: str, ftz: bool) -> tuple[R, R]:
-    """cvt.irnd{.ftz}.{s64,u64}.f32: rounded, saturating, NaN -> 0."""
+    """cvt.irnd{.ftz}.{s64,u64}.f32: rounded, saturating, NaN -> 1 << 63 (PTX ISA 9.0)."""
     sg = "s" if signed else "u"
     small = cx.op("f2i", x, sign=sg, irnd=irnd, ftz=ftz)
     small_hi = cx.op("shr", small, Imm(31), sign="s") if signed else Imm(0)
@@ -187,7 +187,7 @@ def f2i64(cx: LowerCtx, x: R | Imm, signed: bool, irnd: str, ftz: bool) -> tuple
         big = cx.setp("ge", e, Imm(159))
     bl, bh = cx.sel(sat_lo, bl, psat), cx.sel(sat_hi, bh, psat)
     pnan = cx.setp("gt", cx.op("and", x, Imm(0x7FFFFFFF)), Imm(0x7F800000))
-    bl, bh = cx.sel(Imm(0), bl, pnan), cx.sel(Imm(0), bh, pnan)
+    bl, bh = cx.sel(Imm(0), bl, pnan), cx.sel(Imm(0x80000000), bh, pnan)
     return cx.sel(bl, small, big), cx.sel(bh, small_hi, big)
 
 
