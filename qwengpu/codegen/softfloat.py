@@ -699,8 +699,121 @@ def _fmul_core(b: _B, a: Val, c: Val, ftz: bool, sat: bool) -> tuple:
 def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c = _srcs(ins)
-    res = _fmul(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
+    if _on_the_adders(fr, ins, a, c):
+        ok, zero, s0, x, lf = _product_pieces(b, a, c, ftz)
+        fast = b.sel(s0, _fadd_row(b, x, lf), zero)
+        res = _or_slow_path(b, ok, fast, lambda: _fmul(b, a, c, rnd, ftz, sat))
+    else:
+        res = _fmul(b, a, c, rnd, ftz, sat)
     return b.finish(ins.d[0], res)
+
+
+# =============================================================================================
+# mul / fma on the adders: the exact product as two floats, rounded by fadd rows
+# =============================================================================================
+def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
+    """Whether a float multiply or fma takes the adders' fast path: the machine has the adders and
+    the multiplier, the op rounds to nearest without ``.sat``, a factor is a register and a constant
+    factor is a normal float (a zero, infinite or subnormal one would always take the slow path)."""
+    opts = getattr(fr, "opts", None)
+    return (
+        bool(getattr(opts, "native_fadd", False) and getattr(opts, "native_mul", False))
+        and ins.mod("rnd") == "rn"
+        and not ins.mod("sat")
+        and (isinstance(a, R) or isinstance(c, R))
+        and all(isinstance(x, R) or 0 < (x.v >> 23) & 0xFF < 255 for x in (a, c))
+    )
+
+
+#: the fast path's range of the factors' exponent fields' sum (both fields in 1..254): from 174
+#: (|a·b| >= 2^-80: both pieces normal or zero, every result normal) to 377 (|a·b| < 2^125: no
+#: sum below can overflow)
+ES_MIN, ES_MAX = 174, 377
+
+
+def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Val]:
+    """(ok, zero, s0, X, L). ``ok``: both factors finite and either one is zero (``zero``: the
+    product is the signed zero ``s0``; with ``ftz`` a subnormal factor is a zero) or both are
+    normal with exponent fields summing to ES_MIN..ES_MAX; then X + L = a·c EXACTLY, two floats.
+    The 48-bit significand product P = H·2^24 + L' (H < 2^24, L' < 2^24) comes from four 12 × 12
+    products (H) and the low word (L'); each piece becomes a float without normalising: OR-ing its
+    low 23 bits into the significand of 2^k gives 2^k + piece (bit 23 clear) or the piece itself
+    (bit 23 set), and one exact ``fadd`` of -2^k (or of 0) leaves the piece. Outside ``ok`` and
+    for a zero product, X and L are garbage (the caller takes the slow path, or ``s0``)."""
+    aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
+    mn, mx = b.minu(aa, ac), b.maxu(aa, ac)
+    zero = b.setp("lt", mn, Imm(0x800000)) if ftz else b.setp("eq", mn, Imm(0))
+    # (|a| + |c|) >> 23 is the fields' sum plus the fractions' carry: inside ES_MIN+1..ES_MAX
+    lo_bound = (ES_MIN + 1) << 23
+    span = ((ES_MAX + 1) << 23) - lo_bound
+    ok = b.setp("lt", b.sub(b.add(aa, ac), Imm(lo_bound)), Imm(span), bop="or", c=zero)
+    if not ftz:  # the smaller factor zero or normal: mn - 1 wraps a zero to the top
+        ok = b.setp("ge", b.sub(mn, Imm(1)), Imm(0x7FFFFF), bop="and", c=ok)
+    ok = b.setp("lt", mx, Imm(INF), bop="and", c=ok)
+    s0 = b.and_(b.xor(a, c), Imm(SIGN))
+    e2 = b.add(b.shr(a, Imm(23)), b.shr(c, Imm(23)))
+    ebx = b.shl(b.sub(e2, Imm(126)), Imm(23))  # sign | 2^k for X's unit 2^(es-276)
+    ma = b.or_(b.and_(a, Imm(0x7FFFFF)), Imm(0x800000))
+    mc = b.or_(b.and_(c, Imm(0x7FFFFF)), Imm(0x800000))
+    ah, al = b.shr(ma, Imm(12)), b.and_(a, Imm(0xFFF))
+    ch, cl = b.shr(mc, Imm(12)), b.and_(c, Imm(0xFFF))
+    hh = b.op("mul", ah, ch)
+    mid = b.add(b.op("mul", ah, cl), b.op("mul", al, ch))
+    ll = b.op("mul", al, cl)
+    low = b.op("mul", ma, mc)  # P mod 2^32: L' is its low 24 bits
+    h = b.add(hh, b.shr(b.add(mid, b.shr(ll, Imm(12))), Imm(12)))  # P >> 24
+    nbx = b.xor(ebx, Imm(SIGN))
+    zx = b.or_(ebx, b.and_(h, Imm(0x7FFFFF)))
+    x = _fadd_row(b, zx, b.sel(nbx, Imm(0), b.setp("lt", h, Imm(0x800000))))
+    ebl = b.sub(ebx, Imm(24 << 23))  # L's unit: 2^24 below X's
+    zl = b.or_(ebl, b.and_(low, Imm(0x7FFFFF)))
+    clear = b.setp("ge", b.shl(low, Imm(8)), Imm(0), sign="s")  # bit 23 of L' clear
+    lf = _fadd_row(b, zl, b.sel(b.sub(nbx, Imm(24 << 23)), Imm(0), clear))
+    return ok, zero, s0, x, lf
+
+
+def _two_sum(b: _B, x: Val, y: Val) -> tuple[Val, Val]:
+    """(s, e): s = x + y rounded, e = x + y - s exactly (Knuth's TwoSum on fadd rows)."""
+    s = _fadd_row(b, x, y)
+    nbb = _fadd_row(b, x, b.xor(s, Imm(SIGN)))  # -(s - x)
+    da = _fadd_row(b, x, b.xor(_fadd_row(b, s, nbb), Imm(SIGN)))  # x - (s - (s - x))
+    return s, _fadd_row(b, da, _fadd_row(b, y, nbb))  # + (y - (s - x))
+
+
+def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
+    """(ok, a·c + z rounded once) for the fast path's operands (``_product_pieces`` and a finite
+    addend below 2^126): the correctly rounded sum of three floats X + L + z by Boldo and
+    Melquiond's algorithm (IEEE Trans. Computers 57(4), 2008): (uh, ul) = Fast2Sum(X, L) (|X| >
+    |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (its TwoSum error says whether the
+    nearest-even sum was inexact and on which side; an even result then steps one unit that way),
+    result = th + v rounded to nearest even."""
+    ok, zero, s0, x, lf = _product_pieces(b, a, c, ftz)
+    az = b.and_(z, Imm(ABS))
+    ok = b.setp("lt", az, Imm(0x7E800000), bop="and", c=ok)
+    zsum = _fadd_row(b, s0, z, ftz)  # a zero product: ±0 + z (the signed-zero rules of an add)
+    if ftz:  # a subnormal addend is a zero of its sign
+        z = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000)))
+    uh = _fadd_row(b, x, lf)
+    ul = _fadd_row(b, lf, _fadd_row(b, x, b.xor(uh, Imm(SIGN))))
+    th, tl = _two_sum(b, z, uh)
+    r, e = _two_sum(b, tl, ul)
+    inexact = b.setp("ne", b.and_(e, Imm(ABS)), Imm(0))
+    step = b.setp("eq", b.and_(r, Imm(1)), Imm(0), bop="and", c=inexact)
+    toward = b.or_(b.shr(b.xor(r, e), Imm(31), sign="s"), Imm(1))  # +1 away from zero, else -1
+    v = b.cond(step, r, "add", r, toward)
+    return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
+
+
+def _or_slow_path(b: _B, ok: P, fast: Val, slow: Callable[[], Val]) -> Val:
+    """``fast`` where ``ok``; lanes without it run the integer sequence ``slow()`` (branched
+    around, so a warp whose lanes all pass pays one ``bra``)."""
+    res = b.fresh_copy(fast)
+    end = b.label()
+    b.bra(end, ok)
+    b._emit("mov", (res,), (slow(),))
+    b.place(end)
+    return res
 
 
 # =============================================================================================
@@ -817,7 +930,12 @@ def _ffma_core(b: _B, a: Val, c: Val, z: Val, ftz: bool, sat: bool, shared: bool
 def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c, z = _srcs(ins)
-    res = _ffma(b, a, c, z, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
+    if _on_the_adders(fr, ins, a, c):
+        ok, fast = _ffma_on_adders(b, a, c, z, ftz)
+        res = _or_slow_path(b, ok, fast, lambda: _ffma(b, a, c, z, rnd, ftz, sat))
+    else:
+        res = _ffma(b, a, c, z, rnd, ftz, sat)
     return b.finish(ins.d[0], res)
 
 
@@ -1305,15 +1423,16 @@ FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
 }
 
 
-def expand_floats(prog: object, ops: dict | None = None) -> object:
+def expand_floats(prog: object, ops: dict | None = None, options: object = None) -> object:
     """``prog`` (virtual registers, before allocation) with every float op replaced by its integer
     sequence, by the rules of softcore.py's framework (a self-contained copy, so the float sequences
     can be measured and tested alone): a guarded op guards the sequence's writes of
-    non-temporaries (its destination), or is branched around when the sequence has a loop."""
+    non-temporaries (its destination), or is branched around when the sequence has a branch.
+    ``options``: softcore's ``Options`` (e.g. a machine with the multiplier and the adders)."""
     from dataclasses import replace
 
     table = FLOAT_EXPANDERS if ops is None else ops
-    fr = Fresh(prog)  # type: ignore[arg-type]
+    fr = Fresh(prog, options)  # type: ignore[arg-type]
     groups: list[list[MInstr]] = []
     for ins in prog.code:  # type: ignore[attr-defined]
         fn = table.get(ins.op)

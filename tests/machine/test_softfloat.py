@@ -19,6 +19,7 @@ import pytest
 from qwengpu.codegen import softfloat as sf
 from qwengpu.codegen.lower import lower_kernel
 from qwengpu.codegen.regalloc import allocate
+from qwengpu.codegen.softcore import Options
 from qwengpu.isa.instr import Imm, MInstr, P, R
 from qwengpu.isa.sim import MachineSim
 from qwengpu.ptx.parser import parse_ptx
@@ -80,6 +81,7 @@ def machine(
     weights: bool = False,
     info: dict | None = None,
     pconst: bool | None = None,
+    options: Options | None = None,
 ) -> np.ndarray:
     """Run ``op`` with modifiers ``mods`` on the lanes' (a, b, c) through the simulator (after
     expanding the float ops); returns out = result ^ pred as uint32.
@@ -88,7 +90,8 @@ def machine(
     source ``alias`` (0, 1); ``imm``: source index -> immediate replacing that operand;
     ``weights``: then also soft.py's expansion (mul, mulhi ...) so only weight ops remain;
     ``info``: filled with the program and the simulator's stats; ``pconst``: fsetp's third
-    operand is the constant predicate PT (True) or !PT (False) instead of c & 1."""
+    operand is the constant predicate PT (True) or !PT (False) instead of c & 1; ``options``: the
+    machine's (softcore ``Options``: the multiplier, the adders) for both expansions."""
     a, b, c = (np.asarray(x, dtype=np.uint32) for x in (a, b, c))
     n = len(a)
     blk = min(n, 32)
@@ -127,14 +130,16 @@ def machine(
         code[si] = MInstr("setp", (pd,), (Imm(0), Imm(1)), {"cmp": "eq", "sign": "u"}, ptx=code[si].ptx)
     prog = replace(prog, code=code)
     if expand:
-        prog = sf.expand_floats(prog)
-        assert not any(x.op in FLOAT_OPS for x in prog.code)
+        prog = sf.expand_floats(prog, options=options)
+        rows = {"fadd"} if options is not None and options.native_fadd else set()  # the adders' row
+        assert not any(x.op in FLOAT_OPS - rows for x in prog.code)
     if weights:
         from qwengpu.codegen.soft import expand_for_weights, in_weights
 
-        prog = expand_for_weights(prog)
+        prog = expand_for_weights(prog, options=options)
         own = code[si if op == "fsetp" else xi].ptx
-        assert all(in_weights(x) for x in prog.code if x.ptx == own)
+        nat = (False, False) if options is None else (options.native_mul, options.native_fadd)
+        assert all(in_weights(x, *nat) for x in prog.code if x.ptx == own)
     if alloc:
         prog = allocate(prog)
     bound = bind(spec, _kernel_fn())
