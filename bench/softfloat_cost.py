@@ -4,6 +4,7 @@
     python bench/softfloat_cost.py --corpus    # + every float kernel of the corpus before/after (~1 min)
     python bench/softfloat_cost.py --json
     python bench/softfloat_cost.py --f64       # the f64 pair ops of softfloat64.py instead (~1 min)
+    python bench/softfloat_cost.py --adders    # mul/fma.rn on the adders' fast path vs the sequence (~5 s)
 
 Per op form (the machine op with its modifiers, as the lowering emits it): ``static`` = machine
 instructions of its integer sequence (all ``soft.WEIGHT_OPS``), ``dynamic`` = machine warp
@@ -219,13 +220,57 @@ def f64_rows() -> list[dict]:
     return out
 
 
+def adders_rows() -> list[dict]:
+    """mul/fma.rn on a machine with the multiplier and the adders (``softfloat._product_pieces``):
+    machine warp instructions per warp on the simulator, for normal operands (the fast path) and
+    for the same operands with one NaN lane per warp (fast path, ``bra``, integer sequence), beside
+    the integer sequence alone (the multiplier without the adders); every result checked."""
+    from qwengpu.codegen.softcore import Options
+
+    rng = np.random.default_rng(1)
+    n = 256
+
+    def normal() -> np.ndarray:
+        e = rng.integers(100, 154, n).astype(np.uint32)
+        frac = rng.integers(0, 1 << 23, n).astype(np.uint32)
+        return ((rng.integers(0, 2, n).astype(np.uint32) << 31) | (e << 23) | frac).astype(np.uint32)
+
+    a, b, c = normal(), normal(), normal()
+    nan = a.copy()
+    nan[::32] = 0x7FC00000
+    both = Options(native_mul=True, native_fadd=True)
+    mul_only = Options(native_mul=True)
+    out = []
+    for op, mods in [("fmul", {}), ("fmul", {"ftz": True}), ("ffma", {}), ("ffma", {"ftz": True})]:
+        row = {"form": name(op, mods)}
+        for key, x, opts in [("fast", a, both), ("one_slow_lane", nan, both), ("sequence", a, mul_only)]:
+            info: dict = {}
+            tsf.check(op, mods, x, b, c, weights=True, options=opts, info=info)
+            row[key] = info["stats"].machine_by_ptx[info["ptx"]] / (n // 32)
+        out.append(row)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--f64", action="store_true", help="the f64 pair ops (softfloat64.py)")
+    ap.add_argument("--adders", action="store_true", help="mul/fma.rn on the adders' fast path")
     args = ap.parse_args()
     t0 = time.time()
+    if args.adders:
+        fast = adders_rows()
+        if args.json:
+            print(json.dumps(fast, indent=1))
+            return
+        print("| op form | fast path | a warp with one slow lane | integer sequence (multiplier only) |")
+        print("|---|---:|---:|---:|")
+        for r in fast:
+            print(f"| `{r['form']}` | {r['fast']:g} | {r['one_slow_lane']:g} | {r['sequence']:g} |")
+        print("\n(machine warp instructions per warp, ISA simulator, every result checked against fp32)")
+        print(f"({time.time() - t0:.0f} s)", file=sys.stderr)
+        return
     if args.f64:
         rows64 = f64_rows()
         if args.json:

@@ -223,6 +223,10 @@ class Options:
     parts: bool = True
     native_mul: bool = False
     native_fadd: bool = False
+    #: with both: ``mul``/``fma.rn.f32`` take softfloat's fast path on the adders (its slow path a
+    #: cold routine); off only when a program does not fit the ROM with it (the fast path and the
+    #: slow routine together are longer than the integer sequence alone)
+    fast_floats: bool = True
 
 
 class Fresh:
@@ -445,6 +449,9 @@ class Routine:
     results: str
     body: Callable[[Seq, tuple, tuple], None]
     top: bool = False  # the body is kernel code (outlined window): ``Options.only`` applies to it
+    #: a cold path (e.g. softfloat's slow path behind a fast one): always a call unless
+    #: ``Options.routines`` is ``never``, so the rarely run code sits once in the ROM
+    cold: bool = False
 
 
 @dataclass
@@ -581,7 +588,8 @@ def _call_site(x: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
     ``x``); or, when the framework keeps it inline, the body on fresh registers."""
     rt: Routine = x.m["routine"]
     g = x.guard
-    if not (fr.route(rt.name) or fr.route(rt.name, "generic")):
+    cold = rt.cold and fr.opts.routines != "never" and rt.name not in fr.building
+    if not (cold or fr.route(rt.name) or fr.route(rt.name, "generic")):
         r0, p0 = fr.nr, fr.np
         params = tuple(fr.p() if k == "p" else fr.r() for k in rt.params)
         results = tuple(fr.p() if k == "p" else fr.r() for k in rt.results)
@@ -806,6 +814,10 @@ def expand_for_weights(
         for out in outs:
             if best is None or len(out.code) < len(best.code):
                 best = out
+    if opts.fast_floats and opts.native_fadd and opts.native_mul and opts.routines == "auto":
+        slim = expand_for_weights(prog, options=replace(opts, fast_floats=False))
+        if _fits(slim, opts.budget) or len(slim.code) < len(best.code):  # type: ignore[union-attr]
+            return slim
     if opts.routines == "auto" and opts.outline != "never":  # last resort: share all there is
         wins = windows.get()
         out, _ = _expand(

@@ -32,14 +32,22 @@ so SIMT lanes with different data never diverge):
 * ``ffma``: the exact 48-bit product and the addend are placed in a 64-bit window (two words),
   the smaller shifted right with a sticky bit, added or subtracted with carries, negated when
   negative, normalized (``clz`` over two words) and rounded once.
+* On a machine with the multiplier and the float adders (``Options.native_mul`` and
+  ``native_fadd``, the Qwen3.5-2B layer shape), ``mul.rn`` and ``fma.rn`` (``.ftz`` or not, no
+  ``.sat``) first try a fast path: the exact 48-bit significand product as two floats X + L
+  (``_product_pieces``), ``mul`` = one ``fadd`` of the two, ``fma`` = the correctly rounded sum
+  of three floats X + L + c on ``fadd`` rows (``_ffma_on_adders``). Lanes whose operands are out
+  of its range (a subnormal, infinite or NaN operand, a product below 2^-80 or above 2^125, an
+  addend at or above 2^126) branch to the integer sequence: a warp that has none pays one ``bra``.
 * ``fsetp``: signed compare of order keys (x >= +0: x; else 0x80000000 - x, so -0 = +0), a
   NaN replacing one key by a value that forces the result; ``fmin/fmax`` on the raw words
   (signed order, reversed for two negatives), a NaN replaced by the value that loses.
 * Immediate operands are folded while the sequence is built (constant unpacking, constant
   multipliers become shift-and-add), so e.g. ``fmul x, 2^25`` is much shorter.
 
-Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructions issued):
-fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
+Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructions issued;
+with the multiplier and the adders: fmul.rn 53 and ffma.rn 82 on the fast path, 71 / 154 for the
+integer sequence): fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
 frnd 3-21. ``fdiv``/``fsqrt``: restoring loops; ``fex2`` (ex2.approx, rn(2^x)): shift-and-add
 (BKM) loops, ~300 rows and ~1150 issued, no multiply (``ex2_model.py``; exact on all 2^32 inputs,
 ``bench/ex2_exhaustive.py``). Not here: lg2/sin/cos/tanh.approx, which the lowering refuses.
@@ -703,7 +711,9 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     if _on_the_adders(fr, ins, a, c):
         ok, zero, s0, x, lf = _product_pieces(b, a, c, ftz)
         fast = b.sel(s0, _fadd_row(b, x, lf), zero)
-        res = _or_slow_path(b, ok, fast, lambda: _fmul(b, a, c, rnd, ftz, sat))
+        res = _or_slow_path(
+            b, ok, fast, f"fmul.slow[ftz={ftz}]", (a, c), lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat)
+        )
     else:
         res = _fmul(b, a, c, rnd, ftz, sat)
     return b.finish(ins.d[0], res)
@@ -719,6 +729,7 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
     opts = getattr(fr, "opts", None)
     return (
         bool(getattr(opts, "native_fadd", False) and getattr(opts, "native_mul", False))
+        and getattr(opts, "fast_floats", True)
         and ins.mod("rnd") == "rn"
         and not ins.mod("sat")
         and (isinstance(a, R) or isinstance(c, R))
@@ -752,6 +763,9 @@ def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, V
         ok = b.setp("ge", b.sub(mn, Imm(1)), Imm(0x7FFFFF), bop="and", c=ok)
     ok = b.setp("lt", mx, Imm(INF), bop="and", c=ok)
     s0 = b.and_(b.xor(a, c), Imm(SIGN))
+    # (a >> 23) + (c >> 23) = es + 256·(sign bits): shifted back, the sign bits add to the
+    # product's sign, so X's exponent word carries its sign for free (small values until the
+    # shift: one token per lane each, where full words cost three)
     e2 = b.add(b.shr(a, Imm(23)), b.shr(c, Imm(23)))
     ebx = b.shl(b.sub(e2, Imm(126)), Imm(23))  # sign | 2^k for X's unit 2^(es-276)
     ma = b.or_(b.and_(a, Imm(0x7FFFFF)), Imm(0x800000))
@@ -798,20 +812,27 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     ul = _fadd_row(b, lf, _fadd_row(b, x, b.xor(uh, Imm(SIGN))))
     th, tl = _two_sum(b, z, uh)
     r, e = _two_sum(b, tl, ul)
-    inexact = b.setp("ne", b.and_(e, Imm(ABS)), Imm(0))
-    step = b.setp("eq", b.and_(r, Imm(1)), Imm(0), bop="and", c=inexact)
-    toward = b.or_(b.shr(b.xor(r, e), Imm(31), sign="s"), Imm(1))  # +1 away from zero, else -1
-    v = b.cond(step, r, "add", r, toward)
+    # inexact: the odd one of r and its neighbour toward e is (r - 1) | 1 when e points toward
+    # zero, r | 1 when away
+    toward_zero = b.shr(b.xor(r, e), Imm(31))
+    v = b.cond(b.setp("ne", b.and_(e, Imm(ABS)), Imm(0)), r, "or", b.sub(r, toward_zero), Imm(1))
     return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
 
 
-def _or_slow_path(b: _B, ok: P, fast: Val, slow: Callable[[], Val]) -> Val:
-    """``fast`` where ``ok``; lanes without it run the integer sequence ``slow()`` (branched
-    around, so a warp whose lanes all pass pays one ``bra``)."""
+def _or_slow_path(b: _B, ok: P, fast: Val, name: str, args: tuple, slow: Callable[..., Val]) -> Val:
+    """``fast`` where ``ok``; lanes without it run the integer sequence ``slow(b, *args)``,
+    branched around (a warp whose lanes all pass pays one ``bra``) and kept once per program as a
+    cold routine ``name`` (softcore ``Routine.cold``: a call, inline only with ``routines=never``)."""
+
+    def body(s: object, ps: tuple, rs: tuple) -> None:
+        bb = _B(s.fr)  # type: ignore[attr-defined]
+        bb._emit("mov", (rs[0],), (slow(bb, *ps),))
+        s.code += bb.out  # type: ignore[attr-defined]
+
     res = b.fresh_copy(fast)
     end = b.label()
     b.bra(end, ok)
-    b._emit("mov", (res,), (slow(),))
+    b.out.append(call(Routine(name, "r" * len(args), "r", body, cold=True), args, (res,)))
     b.place(end)
     return res
 
@@ -933,7 +954,10 @@ def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
     if _on_the_adders(fr, ins, a, c):
         ok, fast = _ffma_on_adders(b, a, c, z, ftz)
-        res = _or_slow_path(b, ok, fast, lambda: _ffma(b, a, c, z, rnd, ftz, sat))
+        res = _or_slow_path(
+            b, ok, fast, f"ffma.slow[ftz={ftz}]", (a, c, z),
+            lambda bb, x, y, w: _ffma(bb, x, y, w, rnd, ftz, sat),
+        )  # fmt: skip
     else:
         res = _ffma(b, a, c, z, rnd, ftz, sat)
     return b.finish(ins.d[0], res)
@@ -1431,8 +1455,11 @@ def expand_floats(prog: object, ops: dict | None = None, options: object = None)
     ``options``: softcore's ``Options`` (e.g. a machine with the multiplier and the adders)."""
     from dataclasses import replace
 
+    from qwengpu.codegen.softcore import Options, _call_site
+
     table = FLOAT_EXPANDERS if ops is None else ops
-    fr = Fresh(prog, options)  # type: ignore[arg-type]
+    opts = replace(options or Options(), routines="never")  # a routine's body inline
+    fr = Fresh(prog, opts)  # type: ignore[arg-type]
     groups: list[list[MInstr]] = []
     for ins in prog.code:  # type: ignore[attr-defined]
         fn = table.get(ins.op)
@@ -1440,7 +1467,11 @@ def expand_floats(prog: object, ops: dict | None = None, options: object = None)
             groups.append([ins])
             continue
         fr.ptx = ins.ptx
-        seq = fn(replace(ins, m=dict(ins.m), guard=None), fr)
+        seq = [
+            y
+            for x in fn(replace(ins, m=dict(ins.m), guard=None), fr)
+            for y in (_call_site(x, fr, 0) if x.op == "@call" else [x])
+        ]
         for x in seq:
             x.ptx = ins.ptx
         g = ins.guard

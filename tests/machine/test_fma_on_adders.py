@@ -115,3 +115,34 @@ def test_the_range_checks_matter(monkeypatch: pytest.MonkeyPatch):
     a, b, c = _cases(5)[1]
     with pytest.raises(AssertionError, match="differ"):
         tsf.check("fmul", {}, a, b, c, weights=True, options=NATIVE)
+
+
+def test_the_fast_path_gives_way_when_the_rom_is_full():
+    """The fast path and its slow routine are longer than the integer sequence alone: a program
+    that does not fit the ROM with them is lowered without them (``Options.fast_floats``), and
+    still gives fp32's bits."""
+    from dataclasses import replace
+
+    from machine_helpers import binop_ptx, binop_spec
+
+    from qwengpu.codegen.soft import simulate_for_weights
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.spec import parse_spec
+
+    rng = np.random.default_rng(9)
+    a, b = _floats(rng, 32, 110, 145), _floats(rng, 32, 110, 145)
+    module = parse_ptx(binop_ptx("fma.rn.f32 {C}, {A}, {B}, {B};", "f32", "f32", "f32"))
+    spec = parse_spec(binop_spec(a.tolist(), b.tolist(), "u32", "u32", "u32"))
+    want = fp32.fma(a, b, b).tolist()
+
+    def lowered(options: Options) -> tuple[list[int], int, int]:
+        out, _, prog = simulate_for_weights(module, spec, options=options)
+        fadds = sum(x.op == "fadd" for x in prog.code)
+        return np.asarray(out["out"]).view(np.uint32).tolist(), len(prog.code), fadds
+
+    got, roomy, fadds = lowered(NATIVE)
+    assert got == want and fadds >= 10
+    got, slim, fadds = lowered(replace(NATIVE, fast_floats=False))
+    assert got == want and fadds == 0 and slim < roomy
+    got, tight, fadds = lowered(replace(NATIVE, budget=slim + 4))
+    assert got == want and fadds == 0 and tight == slim
