@@ -752,16 +752,21 @@ def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, V
     low 23 bits into the significand of 2^k gives 2^k + piece (bit 23 clear) or the piece itself
     (bit 23 set), and one exact ``fadd`` of -2^k (or of 0) leaves the piece. Outside ``ok`` and
     for a zero product, X and L are garbage (the caller takes the slow path, or ``s0``)."""
+    # the checks are chains of predicates (one token per lane group each, where a full word is
+    # three per lane): ok = (in range and both normal, or a zero factor) and both finite
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
-    mn, mx = b.minu(aa, ac), b.maxu(aa, ac)
-    zero = b.setp("lt", mn, Imm(0x800000)) if ftz else b.setp("eq", mn, Imm(0))
+    lim = Imm(0x800000 if ftz else 1)  # below it a factor is a zero
+    zero = b.setp("lt", ac, lim, bop="or", c=b.setp("lt", aa, lim))
     # (|a| + |c|) >> 23 is the fields' sum plus the fractions' carry: inside ES_MIN+1..ES_MAX
     lo_bound = (ES_MIN + 1) << 23
-    span = ((ES_MAX + 1) << 23) - lo_bound
-    ok = b.setp("lt", b.sub(b.add(aa, ac), Imm(lo_bound)), Imm(span), bop="or", c=zero)
-    if not ftz:  # the smaller factor zero or normal: mn - 1 wraps a zero to the top
-        ok = b.setp("ge", b.sub(mn, Imm(1)), Imm(0x7FFFFF), bop="and", c=ok)
-    ok = b.setp("lt", mx, Imm(INF), bop="and", c=ok)
+    ok = b.setp("lt", b.sub(b.add(aa, ac), Imm(lo_bound)), Imm(((ES_MAX + 1) << 23) - lo_bound))
+    if not ftz:  # no subnormal factor (with ftz one is a zero)
+        for x in (aa, ac):
+            ok = b.setp("ge", x, Imm(0x800000), bop="and", c=ok)
+    for x in (aa, ac):
+        ok = b.setp("lt", x, lim, bop="or", c=ok)
+    for x in (aa, ac):
+        ok = b.setp("lt", x, Imm(INF), bop="and", c=ok)
     s0 = b.and_(b.xor(a, c), Imm(SIGN))
     # (a >> 23) + (c >> 23) = es + 256·(sign bits): shifted back, the sign bits add to the
     # product's sign, so X's exponent word carries its sign for free (small values until the
