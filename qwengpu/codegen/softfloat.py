@@ -709,8 +709,8 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     a, c = _srcs(ins)
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
     if _on_the_adders(fr, ins, a, c):
-        ok, zero, s0, x, lf = _product_pieces(b, a, c, ftz)
-        fast = b.sel(s0, _fadd_row(b, x, lf), zero)
+        ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
+        fast = b.sel(s0, _round_product(b, s0, es, h, low), zero)
         res = _or_slow_path(
             b, ok, fast, f"fmul.slow[ftz={ftz}]", (a, c), lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat)
         )
@@ -743,23 +743,21 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
 ES_MIN, ES_MAX = 174, 377
 
 
-def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Val]:
-    """(ok, zero, s0, X, L). ``ok``: both factors finite and either one is zero (``zero``: the
-    product is the signed zero ``s0``; with ``ftz`` a subnormal factor is a zero) or both are
-    normal with exponent fields summing to ES_MIN..ES_MAX; then X + L = a·c EXACTLY, two floats.
-    The 48-bit significand product P = H·2^24 + L' (H < 2^24, L' < 2^24) comes from four 12 × 12
-    products (H) and the low word (L'); each piece becomes a float without normalising: OR-ing its
-    low 23 bits into the significand of 2^k gives 2^k + piece (bit 23 clear) or the piece itself
-    (bit 23 set), and one exact ``fadd`` of -2^k (or of 0) leaves the piece. Outside ``ok`` and
-    for a zero product, X and L are garbage (the caller takes the slow path, or ``s0``)."""
+def _product_words(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Val, Val]:
+    """(ok, zero, s0, es, H, low). ``ok``: both factors finite and either one is zero (``zero``:
+    the product is the signed zero ``s0``; with ``ftz`` a subnormal factor is a zero) or both are
+    normal with exponent fields summing to ES_MIN..ES_MAX. Then the 48-bit significand product is
+    P = H·2^24 + (low mod 2^24) (H < 2^24, from four 12 × 12 products; ``low`` = P mod 2^32) and
+    a·c = P · 2^(es - 300), ``es`` the exponent fields' sum (small values: one token per lane,
+    where full words cost three). Outside ``ok`` and for a zero product the words are garbage
+    (the caller takes the slow path, or ``s0``)."""
     # the checks are chains of predicates (one token per lane group each, where a full word is
     # three per lane): ok = (in range and both normal, or a zero factor) and both finite
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
     lim = Imm(0x800000 if ftz else 1)  # below it a factor is a zero
     zero = b.setp("lt", ac, lim, bop="or", c=b.setp("lt", aa, lim))
-    # (|a| + |c|) >> 23 is the fields' sum plus the fractions' carry: inside ES_MIN+1..ES_MAX
-    lo_bound = (ES_MIN + 1) << 23
-    ok = b.setp("lt", b.sub(b.add(aa, ac), Imm(lo_bound)), Imm(((ES_MAX + 1) << 23) - lo_bound))
+    es = b.add(b.shr(aa, Imm(23)), b.shr(ac, Imm(23)))  # the exponent fields' sum
+    ok = b.setp("lt", b.sub(es, Imm(ES_MIN)), Imm(ES_MAX + 1 - ES_MIN))
     if not ftz:  # no subnormal factor (with ftz one is a zero)
         for x in (aa, ac):
             ok = b.setp("ge", x, Imm(0x800000), bop="and", c=ok)
@@ -768,11 +766,6 @@ def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, V
     for x in (aa, ac):
         ok = b.setp("lt", x, Imm(INF), bop="and", c=ok)
     s0 = b.and_(b.xor(a, c), Imm(SIGN))
-    # (a >> 23) + (c >> 23) = es + 256·(sign bits): shifted back, the sign bits add to the
-    # product's sign, so X's exponent word carries its sign for free (small values until the
-    # shift: one token per lane each, where full words cost three)
-    e2 = b.add(b.shr(a, Imm(23)), b.shr(c, Imm(23)))
-    ebx = b.shl(b.sub(e2, Imm(126)), Imm(23))  # sign | 2^k for X's unit 2^(es-276)
     ma = b.or_(b.and_(a, Imm(0x7FFFFF)), Imm(0x800000))
     mc = b.or_(b.and_(c, Imm(0x7FFFFF)), Imm(0x800000))
     ah, al = b.shr(ma, Imm(12)), b.and_(a, Imm(0xFFF))
@@ -780,8 +773,17 @@ def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, V
     hh = b.op("mul", ah, ch)
     mid = b.add(b.op("mul", ah, cl), b.op("mul", al, ch))
     ll = b.op("mul", al, cl)
-    low = b.op("mul", ma, mc)  # P mod 2^32: L' is its low 24 bits
-    h = b.add(hh, b.shr(b.add(mid, b.shr(ll, Imm(12))), Imm(12)))  # P >> 24
+    low = b.op("mul", ma, mc)  # P mod 2^32
+    h = b.add(hh, b.shr(b.add(mid, b.shr(ll, Imm(12))), Imm(12)))  # P >> 24 (nested floors)
+    return ok, zero, s0, es, h, low
+
+
+def _product_pieces(b: _B, s0: Val, es: Val, h: Val, low: Val) -> tuple[Val, Val]:
+    """(X, L): two floats with X + L = a·c EXACTLY (``_product_words``' range): X = H·2^(es-276),
+    L = (low mod 2^24)·2^(es-300). Each piece becomes a float without normalising: OR-ing its low
+    23 bits into the significand of 2^k gives 2^k + piece (bit 23 clear) or the piece itself (bit
+    23 set), and one exact ``fadd`` of -2^k (or of 0) leaves the piece."""
+    ebx = b.or_(b.shl(b.sub(es, Imm(126)), Imm(23)), s0)  # sign | 2^k for X's unit 2^(es-276)
     nbx = b.xor(ebx, Imm(SIGN))
     zx = b.or_(ebx, b.and_(h, Imm(0x7FFFFF)))
     x = _fadd_row(b, zx, b.sel(nbx, Imm(0), b.setp("lt", h, Imm(0x800000))))
@@ -789,7 +791,24 @@ def _product_pieces(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, V
     zl = b.or_(ebl, b.and_(low, Imm(0x7FFFFF)))
     clear = b.setp("ge", b.shl(low, Imm(8)), Imm(0), sign="s")  # bit 23 of L' clear
     lf = _fadd_row(b, zl, b.sel(b.sub(nbx, Imm(24 << 23)), Imm(0), clear))
-    return ok, zero, s0, x, lf
+    return x, lf
+
+
+def _round_product(b: _B, s0: Val, es: Val, h: Val, low: Val) -> Val:
+    """a·c rounded to nearest even for ``_product_words``' range, where it is a normal float: the
+    significand M is H (P >= 2^47) or P >> 23, the rest below it decides the rounding, and adding
+    M to the exponent word lets a carry out of the significand bump the exponent."""
+    big = b.setp("ge", h, Imm(0x800000))
+    rb = b.shl(low, Imm(8))  # the 24 bits below H at the top of a word
+    m = b.sel(h, b.add(b.add(h, h), b.shr(rb, Imm(31))), big)
+    rest = b.sel(rb, b.shl(rb, Imm(1)), big)  # the bits below M, from the top
+    up = b.setp("eq", rest, Imm(SIGN))  # exactly half: to even
+    up = b.setp("ne", b.and_(m, Imm(1)), Imm(0), bop="and", c=up)
+    up = b.setp("gt", rest, Imm(SIGN), bop="or", c=up)
+    e = b.sub(es, Imm(127))
+    e = b.cond(big.inv(), e, "sub", e, Imm(1))
+    res = b.add(b.or_(b.shl(e, Imm(23)), s0), m)  # sign | exponent + M (its bit 23 adds one)
+    return b.cond(up, res, "add", res, Imm(1))
 
 
 def _two_sum(b: _B, x: Val, y: Val) -> tuple[Val, Val]:
@@ -807,7 +826,8 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (its TwoSum error says whether the
     nearest-even sum was inexact and on which side; an even result then steps one unit that way),
     result = th + v rounded to nearest even."""
-    ok, zero, s0, x, lf = _product_pieces(b, a, c, ftz)
+    ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
+    x, lf = _product_pieces(b, s0, es, h, low)
     az = b.and_(z, Imm(ABS))
     ok = b.setp("lt", az, Imm(0x7E800000), bop="and", c=ok)
     zsum = _fadd_row(b, s0, z, ftz)  # a zero product: ±0 + z (the signed-zero rules of an add)
