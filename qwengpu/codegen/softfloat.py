@@ -34,11 +34,13 @@ so SIMT lanes with different data never diverge):
   negative, normalized (``clz`` over two words) and rounded once.
 * On a machine with the multiplier and the float adders (``Options.native_mul`` and
   ``native_fadd``, the Qwen3.5-2B layer shape), ``mul.rn`` and ``fma.rn`` (``.ftz`` or not, no
-  ``.sat``) first try a fast path: the exact 48-bit significand product as two floats X + L
-  (``_product_pieces``), ``mul`` = one ``fadd`` of the two, ``fma`` = the correctly rounded sum
-  of three floats X + L + c on ``fadd`` rows (``_ffma_on_adders``). Lanes whose operands are out
-  of its range (a subnormal, infinite or NaN operand, a product below 2^-80 or above 2^125, an
-  addend at or above 2^126) branch to the integer sequence: a warp that has none pays one ``bra``.
+  ``.sat``) first try a fast path: the exact 48-bit significand product from 12 × 12 ``mul`` rows
+  (``_product_words``); ``mul`` rounds it in integer (``_round_product``: in the fast range the
+  result is always normal), ``fma`` makes it two exact floats X + L (``_product_pieces``) and
+  rounds X + L + c once on ``fadd`` rows (``_ffma_on_adders``). Lanes whose operands are out of
+  its range (a subnormal, infinite or NaN operand, a product below 2^-80 or above 2^125, an addend
+  at or above 2^126) branch to the integer sequence, a cold routine: a warp that has none pays
+  one ``bra``.
 * ``fsetp``: signed compare of order keys (x >= +0: x; else 0x80000000 - x, so -0 = +0), a
   NaN replacing one key by a value that forces the result; ``fmin/fmax`` on the raw words
   (signed order, reversed for two negatives), a NaN replaced by the value that loses.
@@ -46,7 +48,7 @@ so SIMT lanes with different data never diverge):
   multipliers become shift-and-add), so e.g. ``fmul x, 2^25`` is much shorter.
 
 Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructions issued;
-with the multiplier and the adders: fmul.rn 53 and ffma.rn 82 on the fast path, 71 / 154 for the
+with the multiplier and the adders: fmul.rn 56 and ffma.rn 85 on the fast path, 71 / 154 for the
 integer sequence): fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
 frnd 3-21. ``fdiv``/``fsqrt``: restoring loops; ``fex2`` (ex2.approx, rn(2^x)): shift-and-add
 (BKM) loops, ~300 rows and ~1150 issued, no multiply (``ex2_model.py``; exact on all 2^32 inputs,

@@ -894,14 +894,20 @@ def lower_for_weights(
     the multiplier (a program without ``mul`` rows runs on a machine that has them): the multiplier
     shortens float sequences so much that the ROM holds them inline instead of as shared routines,
     and an inline-heavy kernel (external nbody_integrate: 111 values live at once) can outgrow the
-    32 registers that the routines' calls kept it under."""
+    32 registers that the routines' calls kept it under. Before that, softfloat's fast path on the
+    adders (``Options.fast_floats``, more values live at once) is dropped."""
+    tries = [options]
     if options is not None and options.native_mul:
+        if options.native_fadd and options.fast_floats:
+            tries.append(replace(options, fast_floats=False))
+        tries.append(replace(options, native_mul=False))
+    for opts in tries[:-1]:
         try:
-            return _lower_for_weights(prog, grid, block, dynamic_shared, options=options, k_regs=k_regs,
+            return _lower_for_weights(prog, grid, block, dynamic_shared, options=opts, k_regs=k_regs,
                                       gmem_words=gmem_words)
         except MachineLimitError:
-            options = replace(options, native_mul=False)
-    return _lower_for_weights(prog, grid, block, dynamic_shared, options=options, k_regs=k_regs,
+            pass
+    return _lower_for_weights(prog, grid, block, dynamic_shared, options=tries[-1], k_regs=k_regs,
                               gmem_words=gmem_words)
 
 

@@ -1,6 +1,7 @@
-"""Float multiply and fma on the adders (issue 14): the exact product as two floats X + L, rounded
-by ``fadd`` rows (one for ``mul.rn``; Boldo and Melquiond's correctly rounded sum of three floats
-for ``fma.rn``), with the integer sequence as the slow path for the lanes outside its range. Run on
+"""Float multiply and fma on the adders (issue 14): the exact product from 12 × 12 ``mul`` rows,
+rounded in integer for ``mul.rn`` and, as two exact floats X + L, by Boldo and Melquiond's correctly
+rounded sum of three floats on ``fadd`` rows for ``fma.rn``, with the integer sequence as the slow
+path for the lanes outside its range. Run on
 the ISA simulator with the machine's options (the multiplier and the adders) against
 ``qwengpu.simt.fp32`` (exact rational arithmetic), on operands built to find its faults:
 cancellation, rounding ties, sparse significands (exact products), exponent sums at the ends of
@@ -146,3 +147,29 @@ def test_the_fast_path_gives_way_when_the_rom_is_full():
     assert got == want and fadds == 0 and slim < roomy
     got, tight, fadds = lowered(replace(NATIVE, budget=slim + 4))
     assert got == want and fadds == 0 and tight == slim
+
+
+@pytest.mark.slow  # ~40 s: the lowering of a 958-row kernel, twice
+def test_a_kernel_that_outgrows_the_registers_drops_the_fast_path_first(monkeypatch: pytest.MonkeyPatch):
+    """External nbody_integrate has too many values live at once for 32 registers with the fast
+    path inline: it is lowered without the fast path, and keeps the multiplier (dropping the
+    multiplier too, as before the fast path existed, cost it 1.31× its tokens in a sweep)."""
+    from pathlib import Path
+
+    from qwengpu.codegen import softmem
+    from qwengpu.compiler import text_config
+    from qwengpu.model import configs
+    from qwengpu.runtime.engine import prepare
+
+    tried = []
+    inner = softmem._lower_for_weights
+
+    def spy(*args, options=None, **kw):
+        tried.append((options.native_mul, options.fast_floats))
+        return inner(*args, options=options, **kw)
+
+    monkeypatch.setattr(softmem, "_lower_for_weights", spy)
+    cu = Path(__file__).resolve().parents[2] / "kernels" / "external" / "nbody_integrate.cu"
+    _, prog, *_ = prepare(cu, None, configs.shape_for(text_config("qwen3_5_2b_text")))
+    assert tried[0] == (True, True) and tried[-1] == (True, False)
+    assert any(x.op == "mul" for x in prog.code)
