@@ -251,6 +251,19 @@ def adders_rows() -> list[dict]:
     return out
 
 
+def _table(as_json: bool, rows_: list[dict], heads: list[str], keys: list[str]) -> None:
+    """Print ``rows_`` as JSON, or as a Markdown table of ``keys`` (the first column as code)."""
+    if as_json:
+        print(json.dumps(rows_, indent=1))
+        return
+    print("| " + " | ".join(heads) + " |")
+    print("|---|" + "---:|" * (len(heads) - 1))
+    for r in rows_:
+        rest = (f"{r[k]:g}" if isinstance(r[k], float) else str(r[k]) for k in keys[1:])
+        cells = [f"`{r[keys[0]]}`", *rest]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="store_true")
@@ -260,27 +273,15 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     if args.adders:
-        fast = adders_rows()
-        if args.json:
-            print(json.dumps(fast, indent=1))
-            return
-        print("| op form | fast path | a warp with one slow lane | integer sequence (multiplier only) |")
-        print("|---|---:|---:|---:|")
-        for r in fast:
-            print(f"| `{r['form']}` | {r['fast']:g} | {r['one_slow_lane']:g} | {r['sequence']:g} |")
-        print("\n(machine warp instructions per warp, ISA simulator, every result checked against fp32)")
+        _table(args.json, adders_rows(), ["op form", "fast path", "a warp with one slow lane",
+               "integer sequence (multiplier only)"], ["form", "fast", "one_slow_lane", "sequence"])
+        if not args.json:
+            print("\n(machine warp instructions per warp, ISA simulator, every result checked against fp32)")
+    elif args.f64:
+        _table(args.json, f64_rows(), ["PTX f64 form", "program rows (inline)", "warp instructions / warp",
+               "passes / warp"], ["form", "rows", "warp_instructions", "passes"])
+    if args.adders or args.f64:
         print(f"({time.time() - t0:.0f} s)", file=sys.stderr)
-        return
-    if args.f64:
-        rows64 = f64_rows()
-        if args.json:
-            print(json.dumps(rows64, indent=1))
-            return
-        print("| PTX f64 form | program rows (inline) | warp instructions / warp | passes / warp |")
-        print("|---|---:|---:|---:|")
-        for r in rows64:
-            print(f"| `{r['form']}` | {r['rows']} | {r['warp_instructions']} | {r['passes']} |")
-        print(f"\n({time.time() - t0:.0f} s)", file=sys.stderr)
         return
     res: dict = {"forms": rows()}
     if args.corpus:
