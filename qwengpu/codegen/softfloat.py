@@ -722,7 +722,8 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
 
 
 # =============================================================================================
-# mul / fma on the adders: the exact product as two floats, rounded by fadd rows
+# mul / fma on the adders: the exact product from mul rows; mul rounds it in integer, fma adds it
+# as two exact floats on fadd rows
 # =============================================================================================
 def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
     """Whether a float multiply or fma takes the adders' fast path: the machine has the adders and
@@ -730,8 +731,8 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
     factor is a normal float (a zero, infinite or subnormal one would always take the slow path)."""
     opts = getattr(fr, "opts", None)
     return (
-        bool(getattr(opts, "native_fadd", False) and getattr(opts, "native_mul", False))
-        and getattr(opts, "fast_floats", True)
+        _native_fadd(fr)
+        and bool(getattr(opts, "native_mul", False) and getattr(opts, "fast_floats", True))
         and ins.mod("rnd") == "rn"
         and not ins.mod("sat")
         and (isinstance(a, R) or isinstance(c, R))
