@@ -2,6 +2,7 @@
 
     python bench/result_values.py [--dir kernels] [-k NAME] [--json]
     python bench/result_values.py --by-ptx [--native]   # where the tokens go, per PTX operation
+    python bench/result_values.py --floor [--by-ptx]    # every ISA op one machine instruction
 
 Why: results are three quarters of the tokens the model writes (`bench/token_census.py`: result
 chunks 63 %, SHORT/USHORT 12 % over the corpus), and issue 14 asks for a denser machine. Before
@@ -22,7 +23,11 @@ Projections (each alone, same passes):
 * ``chunks``: a lane value costs ceil(significant bits / 11) chunks (0 costs one) instead of 3;
 * ``affine``: a group whose active lanes are ``b + lane * s`` costs 4 tokens (header, b, s);
 * ``warp``: a value uniform (or affine) over the whole warp instruction is written once for all
-  its groups (3 tokens, 1 when small), the other groups write nothing.
+  its groups (3 tokens, 1 when small), the other groups write nothing;
+* ``wide``: 16-bit chunks, two per full word (a uniform value below 1024 or a lane value below 256
+  still one token). A DATA token then needs 11 indices (4 lanes x 2 chunks, 2 uniform, 1
+  predicate) x 2^16 values: 720,896 ids, against 32,768 DATA ids today and the mount's 65,536
+  machine ids beside Qwen3.5's 248,320 (every id is a row of the tied embedding).
 
 These are upper bounds of what an encoding can save on results alone; the PASS and MASK tokens
 (24 % of the corpus) are not touched by them.
@@ -33,6 +38,14 @@ code issued it (``MachineSim``'s PTX map; routines count for the instruction tha
 tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
 before it is built. ``--native``: the lowering with the multiplier and the float adders (the
 2B-shape machine).
+
+``--floor``: the same cost model on the *full-ISA* machine program (``pipeline.run_machine_sim``:
+float add/mul/fma/div/sqrt/ex2, conversions, 32-bit division, atomics, shuffles and shared memory
+each one instruction, the lowering for the weights not applied): what today's protocol would cost
+if every ISA op were a unit in the weights. It is the floor of the instruction levers (units,
+single-op atomics) under today's result encoding, so the printout says how far the issue's targets
+are from it and what only a protocol change can remove. STORE, DUMP and control tokens (1.4 % of
+the corpus) are not in the model.
 """
 
 from __future__ import annotations
@@ -134,6 +147,7 @@ class Observer:
             c["chunks"] += (1 if int(gv[0]) < 1024 else _chunks(int(gv[0]))) if uni else sum(
                 1 if int(x) < 256 else _chunks(int(x)) for x in gv)
             c["affine"] += min(now, 4) if aff else now
+            c["wide"] += (1 if int(gv[0]) < 1024 else 2) if uni else sum(1 if int(x) < 256 else 2 for x in gv)
         c["warp_uniform"] += warp_uni
         c["warp_affine_not_uniform"] += warp_aff and not warp_uni
         if warp_uni:
@@ -148,16 +162,18 @@ class Observer:
         act = act & (np.arange(32) < nthreads)
         n = sum(bool(act[4 * g:4 * g + 4].any()) for g in range(8))
         self._charge(n)
-        for k in ("now", "chunks", "affine"):
+        for k in ("now", "chunks", "affine", "wide"):
             self.c[k] += n
         self.c["warp"] += n
         self.c["pred_groups"] += n
 
 
 def observe(cu: Path, spec: Path, native_mul: bool = False,
-            by_form: dict[str, Counter] | None = None) -> tuple[dict, dict]:
+            by_form: dict[str, Counter] | None = None, floor: bool = False) -> tuple[dict, dict]:
     """Run the weights program of one launch with its writes observed: (counts, sim stats);
-    ``by_form`` (shared over launches) gathers the per-PTX-operation tokens of ``--by-ptx``."""
+    ``by_form`` (shared over launches) gathers the per-PTX-operation tokens of ``--by-ptx``;
+    ``floor``: the full-ISA machine program instead (``--floor``)."""
+    from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
@@ -191,7 +207,10 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
 
     MachineSim._dst, MachineSim._pdst, MachineSim._issue = _dst, _pdst, _issue
     try:
-        res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul))
+        if floor:
+            res = run_machine_sim(cu, spec)
+        else:
+            res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
     return dict(obs.c), res.stats
@@ -224,6 +243,9 @@ def main() -> int:
     ap.add_argument("--by-ptx", action="store_true", help="tokens and warp instructions per PTX operation")
     ap.add_argument("--native", action="store_true",
                     help="lower with the multiplier and the float adders (the 2B-shape machine)")
+    ap.add_argument("--floor", action="store_true",
+                    help="the full-ISA program: every ISA op one machine instruction (the instruction "
+                         "levers' floor under today's protocol)")
     args = ap.parse_args()
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus
@@ -241,7 +263,7 @@ def main() -> int:
         if not any(k in cu.stem for k in args.k.split(",")):
             continue
         try:
-            counts, stats = observe(cu, spec, args.native, by_form)
+            counts, stats = observe(cu, spec, args.native, by_form, args.floor)
         except QwenGPUError as e:
             rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
             continue
@@ -286,8 +308,15 @@ def main() -> int:
     for key, label in (("now", "today (cost model)"),
                        ("chunks", "variable-length lanes (ceil(bits/11))"),
                        ("affine", "lane-affine groups in 4 tokens"),
-                       ("warp", "warp-uniform/affine once per warp")):
+                       ("warp", "warp-uniform/affine once per warp"),
+                       ("wide", "16-bit chunks (two per word; a 20-bit alphabet)")):
         print(f"| {label} | {tot[key]:,} | {tot[key] / max(tot['now'], 1):.2f} |")
+    pm = sum(f["pass"] + f["mask"] for f in by_form.values())
+    wi = max(sum(f["warp_instructions"] for f in by_form.values()), 1)
+    print(f"\nPASS + MASK {pm:,} + results: {wi:,} machine warp instructions cost {pm + tot['now']:,} "
+          f"tokens = {(pm + tot['now']) / wi:.2f} each today, "
+          + ", ".join(f"{(pm + tot[k]) / wi:.2f} with {k}" for k in ("chunks", "affine", "warp", "wide"))
+          + " (STORE, DUMP and control not counted)")
     if "tokens" in tot:
         other = tot["tokens"] - tot["measured"]
         best = other + min(tot[k] for k in ("chunks", "affine", "warp"))

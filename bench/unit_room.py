@@ -1,0 +1,177 @@
+"""Is there room for another unit in the 2B-shape machine? (issue 14: why the levers stop here)
+
+The next instruction levers after the multiplier and the four float adders would be more units: a
+float multiply, a fused multiply-add, the multiplier's high word. Each is a 4-lane circuit beside
+the others, and what a unit costs the machine is residual width: every live bit is a dimension of
+the 2,048 the layer shape (and the user's Qwen3.5-2B, when mounted) has. This prints:
+
+1. candidate units alone (one lane) on the Qwen3.5-2B layer shape: layers, residual slots, MLP
+   neurons. ``fmul (fast range)`` is a float multiply for the lowering's fast range (normal factors
+   whose exponent fields sum to 174..377, ``softfloat.ES_MIN..ES_MAX``: the product is normal):
+   a 24 x 24 significand product, round to nearest even, the exponent, the sign; it is checked
+   here bit for bit against float32 multiplication on random pairs of that range. ``mul, full
+   64-bit product`` is the shipped multiplier's Booth product kept to 64 bits (mul.hi in one row);
+2. the shipped 2B-shape machine (multiplier + four adders, ``circuit.mlp_reserve``) and the same
+   machine with four more of a candidate unit muxed into the result (a layout measurement: an op
+   code past ``ROM_OPS``, not a machine that runs): layers and peak live residual, or why it does
+   not fit.
+
+    python bench/unit_room.py [--pairs N] [--json]     # ~1 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit, evaluate, text_config
+from qwengpu.compiler.ir import Bit, Word
+from qwengpu.machine import circuit as M
+from qwengpu.machine.fpu import fadd
+from qwengpu.model.configs import test_config
+
+Unit = Callable[[Circuit, Word, Word], Word]
+
+
+def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
+    """``a * b`` rounded to nearest even for normal factors whose exponent fields sum to 174..377
+    (the product is then a normal float; outside that range the word is garbage, as on the
+    lowering's fast path, which sends such lanes to the integer sequence)."""
+    one, zero = Bit(c, const=1), Bit(c, const=0)
+    ma = Word(c, list(a.bits[:23]) + [one] + [zero] * 24)
+    mb = Word(c, list(b.bits[:23]) + [one] + [zero] * 24)
+    p = (ma * mb)[:48]
+    top = p[47]
+    m = c.mux(top, Word(c, list(p.bits[24:48])), Word(c, list(p.bits[23:47])))
+    r = c.lut([top, p[23], p[22]], lambda t, x, y: x if t else y)
+    low = c.any_of(list(p.bits[:22]))
+    sticky = c.lut([low, top, p[22]], lambda s, t, y: int(s or (t and y)))
+    up = c.lut([r, sticky, m[0]], lambda r_, s_, l_: int(r_ and (s_ or l_)))
+    ea = Word(c, list(a.bits[23:31]) + [zero, zero])
+    eb = Word(c, list(b.bits[23:31]) + [zero, zero])
+    s = c.add(ea, eb, top)  # the result's exponent field is s - 127: (s - 128) mod 256 + the hidden bit
+    e8 = list(s.bits[:7]) + [~s.bits[7]]
+    packed = c.add(Word(c, [zero] * 23 + e8 + [zero]), Word(c, list(m.bits) + [zero] * 8), up)
+    return Word(c, list(packed.bits[:31]) + [a[31] ^ b[31]])
+
+
+def mul_full(c: Circuit, a: Word, b: Word) -> Word:
+    """The 64-bit product of two 32-bit words (the shipped multiplier keeps the low 32)."""
+    zero = Bit(c, const=0)
+    return (Word(c, list(a.bits) + [zero] * 32) * Word(c, list(b.bits) + [zero] * 32))[:64]
+
+
+def mul_low(c: Circuit, a: Word, b: Word) -> Word:
+    return (a * b)[:32]
+
+
+def fadd_rn(c: Circuit, a: Word, b: Word) -> Word:
+    return fadd(c, a, b, Bit(c, const=0))
+
+
+UNITS: dict[str, Unit] = {
+    "fadd (shipped, fpu.fadd)": fadd_rn,
+    "mul, low word (shipped)": mul_low,
+    "fmul (fast range)": fmul_fast,
+    "mul, full 64-bit product": mul_full,
+}
+
+
+def fmul_exactness(n: int, seed: int = 1) -> dict:
+    """``fmul_fast`` on n random pairs of its range against float32 multiplication, bit for bit."""
+    c = Circuit("fmul")
+    a, b = c.input("a", 32), c.input("b", 32)
+    c.output("y", fmul_fast(c, a, b))
+    rng = np.random.default_rng(seed)
+    ea, eb = rng.integers(1, 255, 4 * n), rng.integers(1, 255, 4 * n)
+    keep = np.nonzero((ea + eb >= 174) & (ea + eb <= 377))[0][:n]
+    ea, eb = ea[keep], eb[keep]
+    x = (rng.integers(0, 2, len(ea)) << 31) | (ea << 23) | rng.integers(0, 1 << 23, len(ea))
+    y = (rng.integers(0, 2, len(ea)) << 31) | (eb << 23) | rng.integers(0, 1 << 23, len(ea))
+    got = np.array([int(v) for v in evaluate(c, {"a": x.astype(object), "b": y.astype(object)})["y"].ravel()],
+                   dtype=np.uint64)
+    want = (x.astype(np.uint32).view(np.float32) * y.astype(np.uint32).view(np.float32)).view(np.uint32)
+    return {"pairs": len(ea), "bit-exact": int((got == want.astype(np.uint64)).sum())}
+
+
+def _layout(rep: LayoutReport) -> dict:
+    return {"layers": rep.n_layers, "residual slots": rep.signal_dims, "peak live residual": rep.peak_live,
+            "available": rep.available_dims, "MLP neurons": rep.total_neurons}
+
+
+def unit_alone(name: str, unit: Unit) -> dict:
+    c = Circuit(name.split()[0])
+    a, b = c.input("a", 32), c.input("b", 32)
+    c.output("y", unit(c, a, b))
+    return {"circuit": f"{name}, one lane", **_layout(LayoutReport.of(compile_circuit(
+        c, text_config("qwen3_5_2b_text"))))}
+
+
+def machine(extra: Unit | None) -> LayoutReport:
+    """The shipped 2B-shape machine, with four of ``extra`` muxed into the datapath's result."""
+    shape = M.MachineShape(multiplier=True, fadd=True)
+    c = Circuit("qwengpu_machine")
+    fx = M.fetch_decode(c, shape)
+    ops = M.register_file(c, shape, fx)
+    ldv = M.global_memory(c, shape, fx, ops)
+    dp = M.datapath(c, fx, ops, ldv)
+    sch = M.scheduler(c, fx, ops, dp.pc1)
+    M.multiplier(c, fx, ops, dp)
+    M.float_adder(c, fx, ops, dp)
+    if extra is not None:
+        is_new = M._match(c, fx.op, len(M.ROM_OPS))  # an op code past the table: layout only
+        for lane in range(M.LANES):
+            dp.res[lane] = c.mux(is_new, extra(c, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
+    em = M.emit(c, fx, ops, dp, sch, ldv)
+    c.output("out", em.out)
+    return LayoutReport.of(compile_circuit(c, test_config(intermediate=6144), mlp_reserve=M.mlp_reserve(shape)))
+
+
+def machines(extras: list[str]) -> list[dict]:
+    rows = []
+    for name in [None, *extras]:
+        label = "2B machine as shipped (multiplier + 4 fadd)" + (f" + 4 x {name}" if name else "")
+        t0 = time.perf_counter()
+        try:
+            row = {"circuit": label, **_layout(machine(UNITS[name] if name else None))}
+        except FitError as e:
+            row = {"circuit": label, "layers": "does not fit: " + " ".join(str(e).split())[:140]}
+        rows.append({**row, "seconds": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    out = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    out += ["| " + " | ".join(f"{r[k]:,}" if isinstance(r.get(k), int) else str(r.get(k, "")) for k in keys)
+            + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=20000, help="random in-range pairs for the fmul check")
+    ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    args = ap.parse_args(argv)
+    ex = fmul_exactness(args.pairs)
+    alone = [unit_alone(k, u) for k, u in UNITS.items()]
+    mach = machines(["fadd (shipped, fpu.fadd)", "fmul (fast range)"])
+    total = test_config(intermediate=6144).hidden_size
+    if args.json:
+        print(json.dumps({"fmul_exactness": ex, "units": alone, "machines": mach, "hidden": total}))
+    else:
+        print(f"$ python bench/unit_room.py --pairs {args.pairs}\n")
+        print(f"fmul (fast range) against float32 multiplication: {ex['bit-exact']:,} of {ex['pairs']:,} "
+              "random pairs bit-exact\n")
+        print(table(alone) + "\n\n" + table(mach))
+        print(f"\n(hidden size {total}; the compiler keeps a few dimensions for its constants)")
+    return 0 if ex["bit-exact"] == ex["pairs"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
