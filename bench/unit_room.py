@@ -129,7 +129,8 @@ def machine(extra: Unit | None) -> LayoutReport:
             dp.res[lane] = c.mux(is_new, extra(c, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
     em = M.emit(c, fx, ops, dp, sch, ldv)
     c.output("out", em.out)
-    return LayoutReport.of(compile_circuit(c, test_config(intermediate=6144), mlp_reserve=M.mlp_reserve(shape)))
+    cfg = test_config(intermediate=6144)
+    return LayoutReport.of(compile_circuit(c, cfg, mlp_reserve=M.mlp_reserve(shape)))
 
 
 def machines(extras: list[str]) -> list[dict]:
