@@ -3,8 +3,9 @@
 Prints three tables:
 
 1. exactness: ``machine.fpu.fadd`` run by the compiler's exact evaluator against the interpreter's
-   ``simt.fp32.add`` (rn, with and without ftz) on special values (every pair) and random words
-   (uniform, near-equal exponents, the subnormal range); bits compared;
+   ``simt.fp32.add`` (rn, with and without ftz; and its two machine modes: ``sub`` against
+   ``fp32.sub``, rounding to odd against ``fp32.add_odd``) on special values (every pair) and
+   random words (uniform, near-equal exponents, the subnormal range); bits compared;
 2. the unit alone on the Qwen3.5-2B layer shape: layers, neurons, residual;
 3. the 2B-shape machine (with the multiplier) without and with four such adders muxed into the
    datapath's result (an ``fadd`` row), at MLP reserves for the allocator's resets: layers, where
@@ -49,28 +50,41 @@ def operand_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64)
 
 
-def unit_circuit() -> Circuit:
+def unit_circuit(modes: bool = False) -> Circuit:
+    """The adder of one lane; ``modes``: with the machine's two ROM bits as inputs (``neg``: a - b,
+    ``odd``: round to odd)."""
     c = Circuit("fadd")
     a, b, f = c.input("a", 32), c.input("b", 32), c.input("ftz", 1)
-    c.output("y", fadd(c, a, b, f.bits[0]))
+    if modes:
+        neg, odd = c.input("neg", 1), c.input("odd", 1)
+        c.output("y", fadd(c, a, b, f.bits[0], neg=neg.bits[0], odd=odd.bits[0]))
+    else:
+        c.output("y", fadd(c, a, b, f.bits[0]))
     return c
 
 
 def exactness(n: int, seed: int) -> list[dict]:
-    c = unit_circuit()
+    """Every mode of the machine's adder (add, sub, add rounded to odd; ftz or not) against the
+    interpreter's fp32 semantics (``fp32.add``, ``fp32.sub``, ``fp32.add_odd``)."""
+    c = unit_circuit(modes=True)
     a, b = operand_pairs(n, seed)
+    a32, b32 = a.astype(np.uint32), b.astype(np.uint32)
     rows = []
-    for ftz in (False, True):
-        t0 = time.perf_counter()
-        got = evaluate(c, {"a": a.astype(object), "b": b.astype(object),
-                           "ftz": np.full(len(a), int(ftz), dtype=object)})["y"].ravel()
-        got = np.array([int(v) for v in got], dtype=np.uint64)
-        want = fp32.add(a.astype(np.uint32), b.astype(np.uint32), "rn", ftz, False).astype(np.uint64)
-        bad = np.nonzero(got != want)[0]
-        rows.append({"mode": "add.rn.ftz.f32" if ftz else "add.rn.f32", "pairs": len(a),
-                     "bit-exact": len(a) - len(bad), "first mismatch": (
-                         f"{int(a[bad[0]]):#x} + {int(b[bad[0]]):#x}" if len(bad) else "-"),
-                     "seconds": round(time.perf_counter() - t0, 1)})
+    for mode, neg, odd in (("add.rn", 0, 0), ("sub.rn", 1, 0), ("add.odd", 0, 1)):
+        for ftz in (False, True):
+            t0 = time.perf_counter()
+            got = evaluate(c, {"a": a.astype(object), "b": b.astype(object),
+                               "ftz": np.full(len(a), int(ftz), dtype=object),
+                               "neg": np.full(len(a), neg, dtype=object),
+                               "odd": np.full(len(a), odd, dtype=object)})["y"].ravel()
+            got = np.array([int(v) for v in got], dtype=np.uint64)
+            want = (fp32.add_odd(a32, b32, ftz) if odd else fp32.sub(a32, b32, "rn", ftz) if neg
+                    else fp32.add(a32, b32, "rn", ftz)).astype(np.uint64)
+            bad = np.nonzero(got != want)[0]
+            rows.append({"mode": f"{mode}{'.ftz' if ftz else ''}.f32", "pairs": len(a),
+                         "bit-exact": len(a) - len(bad), "first mismatch": (
+                             f"{int(a[bad[0]]):#x}, {int(b[bad[0]]):#x}" if len(bad) else "-"),
+                         "seconds": round(time.perf_counter() - t0, 1)})
     return rows
 
 

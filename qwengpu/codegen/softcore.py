@@ -644,10 +644,11 @@ def weight_name(ins: MInstr, native_mul: bool = False, native_fadd: bool = False
     """None when the circuit in the weights runs ``ins`` as it is, else the name that says why
     not (``mul``, ``setp.equ``, ``ld.global.1`` for a sub-word load, ``st.shared`` ...).
     ``native_mul``: the machine has the multiplier (``MachineShape.multiplier``); ``native_fadd``:
-    the float adders (``MachineShape.fadd``: ``add.rn.f32``, ftz or not, no sat)."""
+    the float adders (``MachineShape.fadd``: ``add``/``sub.rn.f32`` and the add rounded to odd,
+    ftz or not, no sat)."""
     op = ins.op
-    if op == "fadd":
-        return None if native_fadd and ins.mod("rnd") == "rn" and not ins.mod("sat") else "fadd"
+    if op in ("fadd", "fsub"):
+        return None if native_fadd and ins.mod("rnd") == "rn" and not ins.mod("sat") else op
     if op not in WEIGHT_OPS:
         return op
     if op == "setp":

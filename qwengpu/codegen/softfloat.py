@@ -640,12 +640,23 @@ def _native_fadd(fr: object) -> bool:
     return bool(getattr(getattr(fr, "opts", None), "native_fadd", False))
 
 
-def _fadd_row(b: _B, a: Val, c: Val, ftz: object = False) -> Val:
-    """One ``fadd`` row of the float adders: a + c rounded to nearest even (``.ftz`` optional)."""
+def _fadd_row(b: _B, a: Val, c: Val, ftz: object = False, odd: bool = False) -> Val:
+    """One ``fadd`` row of the float adders: a + c rounded to nearest even (``.ftz`` optional), or
+    to odd (``odd``: ``fp32.add_odd``)."""
+    if odd:
+        return b.op("fadd", a, c, rnd="rn", ftz=ftz, sat=False, odd=True)
     return b.op("fadd", a, c, rnd="rn", ftz=ftz, sat=False)
 
 
+def _fsub_row(b: _B, a: Val, c: Val, ftz: object = False) -> Val:
+    """One ``fsub`` row of the float adders (their ``fadd`` with c's sign flipped): a - c rounded to
+    nearest even."""
+    return b.op("fsub", a, c, rnd="rn", ftz=ftz, sat=False)
+
+
 def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
+    if ins.mod("odd"):
+        raise ValueError(f"{ins}: rounding to odd is the float adders' mode (a machine with native_fadd)")
     b = _B(fr)
     a, c = _srcs(ins)
     if ins.op == "fsub":
@@ -787,13 +798,12 @@ def _product_pieces(b: _B, s0: Val, es: Val, h: Val, low: Val) -> tuple[Val, Val
     23 bits into the significand of 2^k gives 2^k + piece (bit 23 clear) or the piece itself (bit
     23 set), and one exact ``fadd`` of -2^k (or of 0) leaves the piece."""
     ebx = b.or_(b.shl(b.sub(es, Imm(126)), Imm(23)), s0)  # sign | 2^k for X's unit 2^(es-276)
-    nbx = b.xor(ebx, Imm(SIGN))
     zx = b.or_(ebx, b.and_(h, Imm(0x7FFFFF)))
-    x = _fadd_row(b, zx, b.sel(nbx, Imm(0), b.setp("lt", h, Imm(0x800000))))
+    x = _fsub_row(b, zx, b.sel(ebx, Imm(0), b.setp("lt", h, Imm(0x800000))))
     ebl = b.sub(ebx, Imm(24 << 23))  # L's unit: 2^24 below X's
     zl = b.or_(ebl, b.and_(low, Imm(0x7FFFFF)))
     clear = b.setp("ge", b.shl(low, Imm(8)), Imm(0), sign="s")  # bit 23 of L' clear
-    lf = _fadd_row(b, zl, b.sel(b.sub(nbx, Imm(24 << 23)), Imm(0), clear))
+    lf = _fsub_row(b, zl, b.sel(ebl, Imm(0), clear))
     return x, lf
 
 
@@ -815,10 +825,10 @@ def _round_product(b: _B, s0: Val, es: Val, h: Val, low: Val) -> Val:
 
 
 def _two_sum(b: _B, x: Val, y: Val) -> tuple[Val, Val]:
-    """(s, e): s = x + y rounded, e = x + y - s exactly (Knuth's TwoSum on fadd rows)."""
+    """(s, e): s = x + y rounded, e = x + y - s exactly (Knuth's TwoSum on fadd/fsub rows)."""
     s = _fadd_row(b, x, y)
-    nbb = _fadd_row(b, x, b.xor(s, Imm(SIGN)))  # -(s - x)
-    da = _fadd_row(b, x, b.xor(_fadd_row(b, s, nbb), Imm(SIGN)))  # x - (s - (s - x))
+    nbb = _fsub_row(b, x, s)  # -(s - x)
+    da = _fsub_row(b, x, _fadd_row(b, s, nbb))  # x - (s - (s - x))
     return s, _fadd_row(b, da, _fadd_row(b, y, nbb))  # + (y - (s - x))
 
 
@@ -826,9 +836,8 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     """(ok, a·c + z rounded once) for the fast path's operands (``_product_pieces`` and a finite
     addend below 2^126): the correctly rounded sum of three floats X + L + z by Boldo and
     Melquiond's algorithm (IEEE Trans. Computers 57(4), 2008): (uh, ul) = Fast2Sum(X, L) (|X| >
-    |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (its TwoSum error says whether the
-    nearest-even sum was inexact and on which side; an even result then steps one unit that way),
-    result = th + v rounded to nearest even."""
+    |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (one row: the adder's ``odd`` mode),
+    result = th + v rounded to nearest even. Negations ride on ``fsub`` rows (the adder's ``neg``)."""
     ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
     x, lf = _product_pieces(b, s0, es, h, low)
     az = b.and_(z, Imm(ABS))
@@ -837,13 +846,9 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     if ftz:  # a subnormal addend is a zero of its sign
         z = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000)))
     uh = _fadd_row(b, x, lf)
-    ul = _fadd_row(b, lf, _fadd_row(b, x, b.xor(uh, Imm(SIGN))))
+    ul = _fadd_row(b, lf, _fsub_row(b, x, uh))
     th, tl = _two_sum(b, z, uh)
-    r, e = _two_sum(b, tl, ul)
-    # inexact: the odd one of r and its neighbour toward e is (r - 1) | 1 when e points toward
-    # zero, r | 1 when away
-    toward_zero = b.shr(b.xor(r, e), Imm(31))
-    v = b.cond(b.setp("ne", b.and_(e, Imm(ABS)), Imm(0)), r, "or", b.sub(r, toward_zero), Imm(1))
+    v = _fadd_row(b, tl, ul, odd=True)  # the adder's round-to-odd mode
     return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
 
 

@@ -630,6 +630,8 @@ class MachineSim(core.SimtCore):
         )
 
     def _op_fadd(self, ins: MInstr, pc: int) -> Callable:
+        if ins.mod("odd"):  # the weights' adder rounding to odd (a machine mode, not PTX)
+            return self._fop(ins, lambda a, b, rnd, ftz, sat: fp32.add_odd(a, b, ftz))
         return self._fop(ins, fp32.add)
 
     def _op_fsub(self, ins: MInstr, pc: int) -> Callable:

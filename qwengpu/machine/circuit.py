@@ -591,9 +591,9 @@ def float_adder(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
     row's ``csign`` bit is set), replacing the datapath's result of an ``fadd`` pass. Built after
     the multiplier, for the same reason (it takes the MLP room the earlier units left)."""
     is_fadd = _match(c, fx.op, OP["fadd"])
-    ftz = fx.f["csign"][0]
+    ftz, neg, odd = fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]
     for lane in range(LANES):
-        dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], ftz), dp.res[lane])
+        dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], ftz, neg=neg, odd=odd), dp.res[lane])
 
 
 def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:

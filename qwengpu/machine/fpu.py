@@ -30,10 +30,16 @@ def _f(c: Circuit, name: str, forms: list[Formula]) -> list[Bit]:
     return c.formulas(name, forms)
 
 
-def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None) -> Word:
+def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None, neg: Bit | None = None,
+         odd: Bit | None = None) -> Word:
     """``a + b`` rounded to nearest even, as float32 bit patterns (32-bit words). ``probe``: filled
-    with the intermediate words by name (their layers: how deep each step lands)."""
+    with the intermediate words by name (their layers: how deep each step lands). ``neg``: ``a - b``
+    instead (b's sign flipped on the way in). ``odd``: round to odd instead (the significand
+    truncated, its last bit set when the sum was inexact; a sum at or above 2^128 is still an
+    infinity: ``isa.sim.add_odd``)."""
     zero = Bit(c, const=0)
+    if neg is not None:
+        b = Word(c, list(b.bits[:31]) + [b[31] ^ neg])
     pdiff = a[31] ^ b[31]
     swap = Word(c, list(a.bits[:31])) < Word(c, list(b.bits[:31]))
     dw = [1 << i for i in range(8)]
@@ -108,7 +114,13 @@ def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None) -> W
     K = Word(c, sum_columns(c, [list(therm) + [~top]] + [[] for _ in range(7)]))
     em1 = c.sub(ex, K)
     q = Word(c, list(S1.bits[3:27]))
-    up = c.lut([S1.bits[2], S1.bits[1], S1.bits[0], q.bits[0]], lambda g, r, s, l0: int(g and (r or s or l0)))
+    grs = [S1.bits[2], S1.bits[1], S1.bits[0]]  # guard, round, sticky below the significand
+    if odd is None:
+        up = c.lut([*grs, q.bits[0]], lambda g, r, s, l0: int(g and (r or s or l0)))
+    else:
+        up = c.lut([*grs, q.bits[0], odd], lambda g, r, s, l0, o: int(not o and g and (r or s or l0)))
+        q0 = c.lut([*grs, q.bits[0], odd], lambda g, r, s, l0, o: int(l0 or (o and (g or r or s))))
+        q = Word(c, [q0, *q.bits[1:]])
     packed = c.add(Word(c, [zero] * 23 + list(em1.bits) + [zero]), Word(c, [*q.bits] + [zero] * 8), up)
     ovf = c.threshold([packed.bits[31], *packed.bits[23:31]], [8] + [1] * 8, 8)
     tiny = c.all_of([~x for x in packed.bits[23:32]] + [ftz])

@@ -182,12 +182,14 @@ def encode_program(
             f["op"] = OP["mul"]
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
-        elif op == "fadd":
+        elif op in ("fadd", "fsub"):
             if not shape.fadd:
                 raise _refuse(ins, "this machine shape has no float adder (MachineShape.fadd)")
             if ins.mod("rnd") != "rn" or ins.mod("sat"):
-                raise _refuse(ins, "the float adder rounds to nearest, without .sat")
-            f.update(op=OP["fadd"], csign=int(bool(ins.mod("ftz"))))
+                raise _refuse(ins, "the float adder rounds to nearest (or to odd), without .sat")
+            # cmp bit 0: b negated (fsub); bit 1: round to odd (circuit.float_adder)
+            cmp = int(op == "fsub") | int(bool(ins.mod("odd"))) << 1
+            f.update(op=OP["fadd"], csign=int(bool(ins.mod("ftz"))), cmp=cmp)
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
         elif op in ("mov", "not", "popc", "clz", "brev"):

@@ -410,6 +410,28 @@ def add(a: U32, b: U32, rnd: str = "rn", ftz: bool = False, sat: bool = False) -
         return _finish32(r, ftz, sat)
 
 
+def add_odd(a: U32, b: U32, ftz: bool = False) -> U32:
+    """``a + b`` rounded to odd: the significand truncated toward zero, its last bit set when the
+    sum was inexact. Not a PTX rounding: it is the machine's float adder's second mode (``fadd``
+    with ``odd``), which lets an exactly rounded fma be computed from plain adds (Boldo and
+    Melquiond). Infinities, NaNs and exact zeros as ``add`` in ``rn``; a finite sum at or above
+    2^128 is an infinity, as the adder's overflow makes it; with ``ftz`` subnormal operands and
+    results are zeros of their sign."""
+    a, b = _u32(a), _u32(b)
+    rn = add(a, b, "rn", ftz)
+    with np.errstate(all="ignore"):
+        x, y = _f32_in(a, ftz).astype(np.float64), _f32_in(b, ftz).astype(np.float64)
+        s, err = _two_sum(x, y)
+        v = _round_to_odd32(s, err)  # float64 round-to-odd of the exact sum: rounds to f32 once
+        r = _f64_to_f32(np.asarray(v, dtype=np.float64), "rz")
+        bits = np.asarray(r).view(np.uint32) | (r.astype(np.float64) != v).astype(np.uint32)
+        bits = np.where(np.abs(v) >= 2.0**128, (bits & _SIGN32) | _EXP32, bits)
+        if ftz:
+            bits = _flush32(bits)
+        keep_rn = ~np.isfinite(x) | ~np.isfinite(y) | (s == 0)
+        return np.where(keep_rn, rn, bits).astype(np.uint32)
+
+
 def sub(a: U32, b: U32, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> U32:
     """``sub{.rnd}{.ftz}{.sat}.f32`` (= a + (-b))."""
     return add(a, _u32(b) ^ _SIGN32, rnd, ftz, sat)

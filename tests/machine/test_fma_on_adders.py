@@ -91,7 +91,8 @@ def test_mul_and_fma_on_the_adders_are_exact(op, ftz):
 @pytest.mark.parametrize("op", ["fmul", "ffma"])
 def test_normal_operands_take_the_fast_path(op):
     """Warps whose lanes are all in range (zeros included) issue only the fast path: fewer machine
-    instructions than the integer sequence alone; a warp with one NaN lane issues both."""
+    instructions than the integer sequence alone; a warp with one NaN lane issues both (of the
+    launch's two warps, the other one the fast path only)."""
     rng = np.random.default_rng(3)
     a, b = _floats(rng, 64, 110, 145), _floats(rng, 64, 110, 145)
     a[5] = 0
@@ -106,7 +107,7 @@ def test_normal_operands_take_the_fast_path(op):
     assert fast < (0.8 if op == "fmul" else 0.6) * slow, (fast, slow)
     nan = a.copy()
     nan[7] = 0x7FC00000
-    assert issued(nan, NATIVE) > slow
+    assert issued(nan, NATIVE) > fast + slow / 2
 
 
 def test_the_range_checks_matter(monkeypatch: pytest.MonkeyPatch):
@@ -138,7 +139,7 @@ def test_the_fast_path_gives_way_when_the_rom_is_full():
 
     def lowered(options: Options) -> tuple[list[int], int, int]:
         out, _, prog = simulate_for_weights(module, spec, options=options)
-        fadds = sum(x.op == "fadd" for x in prog.code)
+        fadds = sum(x.op in ("fadd", "fsub") for x in prog.code)
         return np.asarray(out["out"]).view(np.uint32).tolist(), len(prog.code), fadds
 
     got, roomy, fadds = lowered(NATIVE)

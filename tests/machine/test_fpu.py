@@ -61,3 +61,80 @@ def test_damaged_fadd_circuit_is_caught():
     a, b = _pairs(200)
     want = fp32.add(a.astype(np.uint32), b.astype(np.uint32), "rn", False, False).astype(np.uint64)
     assert (_run(_circuit(damage=True), a, b, False) != want).any()
+
+
+def _mode_circuit() -> Circuit:
+    c = Circuit("fadd_modes")
+    a, b, f = c.input("a", 32), c.input("b", 32), c.input("ftz", 1)
+    neg, odd = c.input("neg", 1), c.input("odd", 1)
+    c.output("y", fadd(c, a, b, f.bits[0], neg=neg.bits[0], odd=odd.bits[0]))
+    return c
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", ["rn", "sub", "odd"])
+def test_fadd_circuit_modes_are_bit_exact(mode, ftz):
+    """The machine's adder with its two ROM bits (circuit.float_adder): ``neg`` is ``fp32.sub``,
+    ``odd`` is ``fp32.add_odd``, neither is the plain add."""
+    a, b = _pairs(2000)
+    a32, b32 = a.astype(np.uint32), b.astype(np.uint32)
+    want = {"rn": lambda: fp32.add(a32, b32, "rn", ftz), "sub": lambda: fp32.sub(a32, b32, "rn", ftz),
+            "odd": lambda: fp32.add_odd(a32, b32, ftz)}[mode]().astype(np.uint64)
+    n = len(a)
+    flag = lambda v: np.full(n, int(v), dtype=object)  # noqa: E731
+    ins = {"a": a.astype(object), "b": b.astype(object), "ftz": flag(ftz), "neg": flag(mode == "sub"),
+           "odd": flag(mode == "odd")}
+    got = np.array([int(v) for v in evaluate(_mode_circuit(), ins)["y"].ravel()], dtype=np.uint64)
+    bad = np.nonzero(got != want)[0]
+    assert len(bad) == 0, [tuple(hex(int(v[i])) for v in (a, b, got, want)) for i in bad[:5]]
+    if mode == "odd":  # rounding to odd differs from rounding to nearest on these pairs
+        assert (want != fp32.add(a32, b32, "rn", ftz)).sum() > 1000
+
+
+def _odd_by_definition(x: int, y: int) -> int | None:
+    """Round-to-odd of the exact sum of two finite float32 bit patterns, from rationals (None for
+    an exact zero sum, whose sign follows the add's rules)."""
+    from fractions import Fraction
+
+    s = sum(Fraction(float(np.array([v], dtype=np.uint32).view(np.float32)[0])) for v in (x, y))
+    if s == 0:
+        return None
+    sign = 0x80000000 if s < 0 else 0
+    m = abs(s)
+    if m >= 2**128:
+        return sign | 0x7F800000
+    e = max(m.numerator.bit_length() - m.denominator.bit_length() - 1, -126)
+    while Fraction(2) ** (e + 1) <= m:
+        e += 1
+    while e > -126 and Fraction(2) ** e > m:
+        e -= 1
+    ulp = Fraction(2) ** (e - 23)
+    q = int(m / ulp)  # truncated: toward zero
+    q |= int(q * ulp != m)
+    return sign | int(np.array([float(q * ulp)], dtype=np.float32).view(np.uint32)[0])
+
+
+def test_add_odd_is_round_to_odd():
+    """``fp32.add_odd`` against round-to-odd computed on rationals: random finite pairs, pairs a
+    few binades apart (inexact sums), subnormals, sums near the overflow threshold."""
+    rng = np.random.default_rng(21)
+    n = 3000
+    a = rng.integers(0, 2**32, n, dtype=np.uint64)
+    b = (a & 0xFF800000) + (rng.integers(-30, 30, n).astype(np.int64) << 23).astype(np.uint64)
+    b = (b & 0xFF800000) | rng.integers(0, 2**23, n, dtype=np.uint64)
+    sub = rng.integers(0, 2**24, 300, dtype=np.uint64)  # subnormal and small normal
+    a = np.concatenate([a, sub, [0x7F7FFFFF, 0x7F7FFFFF, 0x7F000000]])
+    b = np.concatenate([b & 0xFFFFFFFF, sub[::-1], [0x7F7FFFFF, 0x73000000, 0x7F7FFFFF]])
+    a32, b32 = a.astype(np.uint32), b.astype(np.uint32)
+    got = fp32.add_odd(a32, b32)
+    finite = ((a32 & 0x7F800000) != 0x7F800000) & ((b32 & 0x7F800000) != 0x7F800000)
+    checked = inexact = 0
+    for i in np.nonzero(finite)[0]:
+        want = _odd_by_definition(int(a32[i]), int(b32[i]))
+        if want is None:
+            continue
+        assert int(got[i]) == want, (hex(int(a32[i])), hex(int(b32[i])), hex(int(got[i])), hex(want))
+        checked += 1
+        inexact += want != int(fp32.add(a32[i:i + 1], b32[i:i + 1])[0])
+    assert checked > 2500 and inexact > 500
+    assert int(got[-3]) == 0x7F800000 and int(got[-2]) == 0x7F7FFFFF  # overflow; odd rounds down

@@ -131,7 +131,7 @@ def machine(
     prog = replace(prog, code=code)
     if expand:
         prog = sf.expand_floats(prog, options=options)
-        rows = {"fadd"} if options is not None and options.native_fadd else set()  # the adders' row
+        rows = {"fadd", "fsub"} if options is not None and options.native_fadd else set()  # the adders' rows
         assert not any(x.op in FLOAT_OPS - rows for x in prog.code)
     if weights:
         from qwengpu.codegen.soft import expand_for_weights, in_weights
