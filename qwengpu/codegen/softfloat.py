@@ -37,7 +37,8 @@ so SIMT lanes with different data never diverge):
   ``.sat``) first try a fast path: the exact 48-bit significand product from 12 × 12 ``mul`` rows
   (``_product_words``); ``mul`` rounds it in integer (``_round_product``: in the fast range the
   result is always normal), ``fma`` makes it two exact floats X + L (``_product_pieces``) and
-  rounds X + L + c once on ``fadd`` rows (``_ffma_on_adders``). Lanes whose operands are out of
+  rounds X + L + c once on ``fadd``/``fsub`` rows, one of them rounding to odd (the adder's two
+  modes; ``_ffma_on_adders``). Lanes whose operands are out of
   its range (a subnormal, infinite or NaN operand, a product below 2^-80 or above 2^125, an addend
   at or above 2^126) branch to the integer sequence, a cold routine: a warp that has none pays
   one ``bra``.

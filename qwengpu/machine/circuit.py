@@ -588,8 +588,10 @@ def multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
 
 def float_adder(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
     """``fadd``: ``a + b`` rounded to nearest even per lane (``fpu.fadd``; ``.ftz`` when the ROM
-    row's ``csign`` bit is set), replacing the datapath's result of an ``fadd`` pass. Built after
-    the multiplier, for the same reason (it takes the MLP room the earlier units left)."""
+    row's ``csign`` bit is set; ``cmp`` bit 0: ``a - b``, the ISA's ``fsub``; ``cmp`` bit 1: rounded
+    to odd, ``fadd`` with ``odd``), replacing the datapath's result of an ``fadd`` pass. The two
+    modes cost one residual slot: they are bits the ROM row had free. Built after the multiplier,
+    for the same reason (it takes the MLP room the earlier units left)."""
     is_fadd = _match(c, fx.op, OP["fadd"])
     ftz, neg, odd = fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]
     for lane in range(LANES):
