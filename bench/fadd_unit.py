@@ -98,20 +98,13 @@ def _layout(rep: LayoutReport) -> dict:
 
 def machine_with_adder(reserve: int, with_adder: bool) -> LayoutReport:
     """The 2B-shape machine (multiplier included), optionally with the four adders."""
-    shape = M.MachineShape(multiplier=True)
-    c = Circuit("qwengpu_machine")
-    fx = M.fetch_decode(c, shape)
-    ops = M.register_file(c, shape, fx)
-    ldv = M.global_memory(c, shape, fx, ops)
-    dp = M.datapath(c, fx, ops, ldv)
-    sch = M.scheduler(c, fx, ops, dp.pc1)
-    M.multiplier(c, fx, ops, dp)
-    if with_adder:
+
+    def adders(c: Circuit, fx: M.Fetch, ops: M.Operands, dp: M.Results) -> None:
         is_fadd = M._match(c, fx.op, len(M.ROM_OPS))  # an op code past the table: layout only
         for lane in range(M.LANES):
             dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], fx.f["csign"][0]), dp.res[lane])
-    em = M.emit(c, fx, ops, dp, sch, ldv)
-    c.output("out", em.out)
+
+    c = M.build_machine(M.MachineShape(multiplier=True), extra=adders if with_adder else None)
     return LayoutReport.of(compile_circuit(c, test_config(intermediate=6144), mlp_reserve=reserve))
 
 

@@ -70,12 +70,15 @@ def mul_low(c: Circuit, a: Word, b: Word) -> Word:
     return (a * b)[:32]
 
 
-def fadd_rn(c: Circuit, a: Word, b: Word) -> Word:
-    return fadd(c, a, b, Bit(c, const=0))
+def fadd_shipped(c: Circuit, a: Word, b: Word, modes: list[Bit] | None = None) -> Word:
+    """The shipped adder with its three mode bits (ftz, negate b, round to odd): inputs when alone,
+    the ROM word's bits inside the machine, as the shipped one has them."""
+    ftz, neg, odd = modes if modes is not None else c.input("mode", 3).bits
+    return fadd(c, a, b, ftz, neg=neg, odd=odd)
 
 
 UNITS: dict[str, Unit] = {
-    "fadd (shipped, fpu.fadd)": fadd_rn,
+    "fadd (shipped, fpu.fadd)": fadd_shipped,
     "mul, low word (shipped)": mul_low,
     "fmul (fast range)": fmul_fast,
     "mul, full 64-bit product": mul_full,
@@ -112,23 +115,17 @@ def unit_alone(name: str, unit: Unit) -> dict:
         c, text_config("qwen3_5_2b_text"))))}
 
 
-def machine(extra: Unit | None) -> LayoutReport:
-    """The shipped 2B-shape machine, with four of ``extra`` muxed into the datapath's result."""
-    shape = M.MachineShape(multiplier=True, fadd=True)
-    c = Circuit("qwengpu_machine")
-    fx = M.fetch_decode(c, shape)
-    ops = M.register_file(c, shape, fx)
-    ldv = M.global_memory(c, shape, fx, ops)
-    dp = M.datapath(c, fx, ops, ldv)
-    sch = M.scheduler(c, fx, ops, dp.pc1)
-    M.multiplier(c, fx, ops, dp)
-    M.float_adder(c, fx, ops, dp)
-    if extra is not None:
+def machine(unit: Unit | None) -> LayoutReport:
+    """The shipped 2B-shape machine, with four of ``unit`` muxed into the datapath's result."""
+
+    def four(c: Circuit, fx: M.Fetch, ops: M.Operands, dp: M.Results) -> None:
         is_new = M._match(c, fx.op, len(M.ROM_OPS))  # an op code past the table: layout only
+        modes = {"modes": [fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]]} if unit is fadd_shipped else {}
         for lane in range(M.LANES):
-            dp.res[lane] = c.mux(is_new, extra(c, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
-    em = M.emit(c, fx, ops, dp, sch, ldv)
-    c.output("out", em.out)
+            dp.res[lane] = c.mux(is_new, unit(c, ops.A[lane], ops.B[lane], **modes)[:32], dp.res[lane])
+
+    shape = M.MachineShape(multiplier=True, fadd=True)
+    c = M.build_machine(shape, extra=four if unit is not None else None)
     cfg = test_config(intermediate=6144)
     return LayoutReport.of(compile_circuit(c, cfg, mlp_reserve=M.mlp_reserve(shape)))
 

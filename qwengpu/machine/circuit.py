@@ -41,6 +41,7 @@ Scope: blocks of <= 64 threads (1-D), <= 64 blocks (1-D grid), integer subset (s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from qwengpu.compiler import Circuit, Word
@@ -841,12 +842,14 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     return Emitted(out=out, c_next=c_next, c_data=c_data, L_eff=L_eff, uniform=uniform)
 
 
-def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> Circuit:
+def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
+                  extra: Callable[[Circuit, Fetch, Operands, Results], None] | None = None) -> Circuit:
     """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
 
     The units run in the order of docs/machine-in-weights.md (sections 4-5): fetch and decode,
     register file, global memory, datapath, scheduler, emit. ``debug`` adds outputs for internal
-    signals (for the exact evaluator, never for a model)."""
+    signals (for the exact evaluator, never for a model). ``extra`` adds candidate units to the
+    datapath before emit (the layout benchmarks' units; never in a shipped machine)."""
     assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
     c = Circuit("qwengpu_machine")
     fx = fetch_decode(c, shape)
@@ -858,6 +861,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False) -> 
         multiplier(c, fx, ops, dp)
     if shape.fadd:
         float_adder(c, fx, ops, dp)
+    if extra is not None:
+        extra(c, fx, ops, dp)
     em = emit(c, fx, ops, dp, sch, ldv)
     c.output("out", em.out)
     if debug:
