@@ -129,8 +129,10 @@ def test_regfile_prefill_long(regfile, seed, share):
     regfile.check(regfile_inputs(4096, seed, share))
 
 
+@pytest.mark.slow
 def test_regfile_decode_long(regfile):
-    """2048 tokens one at a time through the recurrent DeltaNet path and the cache."""
+    """2048 tokens one at a time through the recurrent DeltaNet path and the cache (slow, ~22 s:
+    the default run decodes 120 tokens after a prefill and 128 ALU tokens)."""
     regfile.check(regfile_inputs(2048, seed=11), mode="decode")
 
 

@@ -112,9 +112,11 @@ def test_eval_end_to_end_with_a_replies_file(tmp_path, chat_model_dir, capsys):
     _eval_three_questions(tmp_path, chat_model_dir, "machine", capsys)
 
 
+@pytest.mark.slow
 def test_eval_end_to_end_through_the_mounted_model(tmp_path, small_mount, capsys):
     """The same scripted eval on a synthetic *mount*: every reply teacher-forced through the mount's
-    text forward, every launch inside the same mount as its own sequence."""
+    text forward, every launch inside the same mount as its own sequence (slow, ~28 s: the default
+    run has the eval on the machine and ``ask``/``chat`` on the mount)."""
     d = _eval_three_questions(tmp_path, small_mount, "model", capsys)
     ran = [a for r in d["results"] if r["mode"] == "gpu" for a in r["turn"]["attempts"] if a["ok"]]
     assert len(ran) == 3 and all(a["stats"]["runtime"] == "mounted-fast" for a in ran)
