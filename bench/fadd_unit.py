@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit, evaluate, text_config
+from qwengpu.compiler.ir import Word
 from qwengpu.machine import circuit as M
 from qwengpu.machine.fpu import fadd
 from qwengpu.model.configs import test_config
@@ -99,12 +100,10 @@ def _layout(rep: LayoutReport) -> dict:
 def machine_with_adder(reserve: int, with_adder: bool) -> LayoutReport:
     """The 2B-shape machine (multiplier included), optionally with the four adders."""
 
-    def adders(c: Circuit, fx: M.Fetch, ops: M.Operands, dp: M.Results) -> None:
-        is_fadd = M._match(c, fx.op, len(M.ROM_OPS))  # an op code past the table: layout only
-        for lane in range(M.LANES):
-            dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], fx.f["csign"][0]), dp.res[lane])
+    def adder(c: Circuit, fx: M.Fetch, a: Word, b: Word) -> Word:
+        return fadd(c, a, b, fx.f["csign"][0])
 
-    c = M.build_machine(M.MachineShape(multiplier=True), extra=adders if with_adder else None)
+    c = M.build_machine(M.MachineShape(multiplier=True), extra=adder if with_adder else None)
     return LayoutReport.of(compile_circuit(c, test_config(intermediate=6144), mlp_reserve=reserve))
 
 

@@ -118,14 +118,13 @@ def unit_alone(name: str, unit: Unit) -> dict:
 def machine(unit: Unit | None) -> LayoutReport:
     """The shipped 2B-shape machine, with four of ``unit`` muxed into the datapath's result."""
 
-    def four(c: Circuit, fx: M.Fetch, ops: M.Operands, dp: M.Results) -> None:
-        is_new = M._match(c, fx.op, len(M.ROM_OPS))  # an op code past the table: layout only
-        modes = {"modes": [fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]]} if unit is fadd_shipped else {}
-        for lane in range(M.LANES):
-            dp.res[lane] = c.mux(is_new, unit(c, ops.A[lane], ops.B[lane], **modes)[:32], dp.res[lane])
+    def lane(c: Circuit, fx: M.Fetch, a: Word, b: Word) -> Word:
+        if unit is fadd_shipped:  # its modes from the ROM row, as the shipped adder has them
+            return fadd_shipped(c, a, b, [fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]])
+        return unit(c, a, b)
 
     shape = M.MachineShape(multiplier=True, fadd=True)
-    c = M.build_machine(shape, extra=four if unit is not None else None)
+    c = M.build_machine(shape, extra=lane if unit is not None else None)
     cfg = test_config(intermediate=6144)
     return LayoutReport.of(compile_circuit(c, cfg, mlp_reserve=M.mlp_reserve(shape)))
 

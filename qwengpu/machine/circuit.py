@@ -842,14 +842,19 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     return Emitted(out=out, c_next=c_next, c_data=c_data, L_eff=L_eff, uniform=uniform)
 
 
+# a candidate unit of one lane: (circuit, the decoded ROM row, operand a, operand b) -> result word
+LaneUnit = Callable[[Circuit, Fetch, Word, Word], Word]
+
+
 def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
-                  extra: Callable[[Circuit, Fetch, Operands, Results], None] | None = None) -> Circuit:
+                  extra: LaneUnit | None = None) -> Circuit:
     """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
 
     The units run in the order of docs/machine-in-weights.md (sections 4-5): fetch and decode,
     register file, global memory, datapath, scheduler, emit. ``debug`` adds outputs for internal
-    signals (for the exact evaluator, never for a model). ``extra`` adds candidate units to the
-    datapath before emit (the layout benchmarks' units; never in a shipped machine)."""
+    signals (for the exact evaluator, never for a model). ``extra``: a candidate unit, four of it
+    (one per lane) muxed into the datapath's result under an op code past the table, for layout
+    only (the benchmarks' room measurements; never in a shipped machine)."""
     assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
     c = Circuit("qwengpu_machine")
     fx = fetch_decode(c, shape)
@@ -862,7 +867,9 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     if shape.fadd:
         float_adder(c, fx, ops, dp)
     if extra is not None:
-        extra(c, fx, ops, dp)
+        is_new = _match(c, fx.op, len(ROM_OPS))
+        for lane in range(LANES):
+            dp.res[lane] = c.mux(is_new, extra(c, fx, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
     em = emit(c, fx, ops, dp, sch, ldv)
     c.output("out", em.out)
     if debug:
