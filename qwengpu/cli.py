@@ -14,7 +14,7 @@ from pathlib import Path
 
 from qwengpu import __version__
 from qwengpu.cuda import DEFAULT_ARCH
-from qwengpu.errors import QwenGPUError
+from qwengpu.errors import QwenGPUError, missing_extra
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS
 
 EPILOG = """examples:
@@ -155,11 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     from qwengpu.model.kl import add_parser as _add_kl_parser  # qwengpu kl (qwengpu/model/kl.py)
 
     _add_kl_parser(sub)
-    from qwengpu.model.mount import add_parser as _add_build_parser  # qwengpu build (the mount)
-    from qwengpu.model.verify import add_parser as _add_verify_parser  # qwengpu verify
+    from qwengpu.model.parsers import add_build_parser, add_verify_parser  # torch-free: build, verify
 
-    _add_build_parser(sub)
-    _add_verify_parser(sub)
+    add_build_parser(sub)
+    add_verify_parser(sub)
     return ap
 
 
@@ -489,6 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     except QwenGPUError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        err = missing_extra(exc)
+        if err is None:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -43,3 +43,26 @@ class CheckpointError(QwenGPUError):
     """A wrong, incomplete or corrupt checkpoint."""
 
     exit_code = 7
+
+
+class MissingDependencyError(QwenGPUError):
+    """A command that needs an optional extra (``qwengpu[model]``: torch, transformers, ...)
+    on an install without it. ``ptx``, ``run --engine interp`` and ``check --engine interp``
+    never need one."""
+
+    exit_code = 10
+
+
+MODEL_EXTRA_MODULES = frozenset({"torch", "transformers", "safetensors", "scipy", "tokenizers"})
+
+
+def missing_extra(exc: ModuleNotFoundError) -> MissingDependencyError | None:
+    """The user-facing error for an import of an optional dependency that is not installed
+    (None when ``exc`` is about anything else: a bug, not the install)."""
+    top = (exc.name or "").split(".")[0]
+    if top not in MODEL_EXTRA_MODULES:
+        return None
+    return MissingDependencyError(
+        f"this needs {top}, which is not installed: the model engines, the mount and advanced mode "
+        "need the 'model' extra — python -m pip install 'qwengpu[model]' (tested versions: "
+        "constraints.txt). `--engine interp` needs no extra.")

@@ -846,19 +846,6 @@ __all__ = ["build_mount", "read_mount_sidecar", "MountError", "make_plan", "insp
 # ---------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------
-def add_parser(sub) -> None:
-    """``qwengpu build --base BASE --out OUT [--width N] [--overwrite] [--json]``."""
-    p = sub.add_parser("build", help="mount the machine in front of a local Qwen3.5 checkpoint (one stock "
-                       "float32 checkpoint: the machine's layers, then the base's)")
-    p.add_argument("--base", required=True, metavar="DIR", help="a local Qwen3.5 checkpoint folder "
-                   "(Qwen3_5ForCausalLM or Qwen3_5ForConditionalGeneration, safetensors)")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder to create (new or empty)")
-    p.add_argument("--width", type=int, metavar="N", help="mounted hidden size (default: H * 4^k when one "
-                   "fits, so text logits stay bit-identical, else H + 2048)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.add_argument("--json", action="store_true", help="print the sidecar summary as JSON")
-
-
 def cmd_build(args) -> int:
     import sys
 

@@ -232,16 +232,6 @@ def _check_tokenizer(model_dir: Path, base_dir, V: int, problems: list[str]) -> 
     return "ok" if not bad else "wrong"
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("verify", help="check a mounted checkpoint bit for bit (recompute every compiled "
-                       "tensor; with --base, every base tensor)")
-    p.add_argument("--model", required=True, metavar="DIR", help="the mounted checkpoint (`qwengpu build`)")
-    p.add_argument("--base", metavar="DIR", help="the base it was built from (checks the base's tensors too)")
-    p.add_argument("--quick", action="store_true", help="only the stored bytes against the build's "
-                   "sha256 record (no recompute)")
-    p.add_argument("--json", action="store_true")
-
-
 def cmd_verify(args) -> int:
     import sys
 

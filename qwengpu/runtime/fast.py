@@ -89,6 +89,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -118,9 +119,9 @@ def _pad(n: int) -> int:
 
 
 try:  # scipy's C loop over CSR rows (sequential sums; exact by the same argument as any order)
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+    from scipy.sparse import csr_matrix as _csr_matrix
 except ImportError:  # pragma: no cover - scipy is optional: numpy reduceat does the same sums
-    _csr_matvec = None
+    _csr_matrix = None
 
 
 @dataclass
@@ -136,6 +137,11 @@ class SparseRows:
     indptr: np.ndarray  # CSR row pointers (nrows + 1)
     starts: np.ndarray  # start of each non-empty row in vals
     nonempty: np.ndarray  # which rows are non-empty (ascending)
+    mat: Any = None  # the same matrix as a public scipy CSR matrix (None without scipy)
+
+    def __post_init__(self) -> None:
+        if _csr_matrix is not None and self.mat is None:
+            self.mat = _csr_matrix((self.vals, self.idx, self.indptr), shape=(self.nrows, self.ncols))
 
     @classmethod
     def of(cls, dense: np.ndarray) -> SparseRows:
@@ -149,8 +155,8 @@ class SparseRows:
 
     def into(self, x: np.ndarray, y: np.ndarray) -> None:
         """``y += A x`` (``y`` holds zeros on entry: then it is ``A x``); float32, contiguous."""
-        if _csr_matvec is not None:
-            _csr_matvec(self.nrows, self.ncols, self.indptr, self.idx, self.vals, x, y)
+        if self.mat is not None:
+            y += self.mat @ x
         elif len(self.vals):
             y[self.nonempty] += np.add.reduceat(self.vals * x[self.idx], self.starts)
 
