@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from qwengpu.codegen.lowering import arith, bits, compare, control, convert, floats, memory, moves, warp
+from qwengpu.codegen.lowering import arith, bits, compare, control, convert, dots, floats, memory, moves, warp
 
 if TYPE_CHECKING:
     from qwengpu.codegen.lowering.context import LowerCtx
@@ -49,6 +49,9 @@ RULES: dict[str, Rule] = {
     "neg": arith.ptx_neg,
     "min": arith.ptx_min,
     "max": arith.ptx_max,
+    "sad": dots.ptx_sad,
+    "dp4a": dots.ptx_dp4a,
+    "dp2a": dots.ptx_dp2a,
     # float-only forms
     "copysign": floats.ptx_copysign,
     "sqrt": floats.ptx_sqrt,
