@@ -308,3 +308,44 @@ def test_corpus_trace_reproduced_by_one_prefill(machine, path, spec):
     with torch.no_grad():
         got = machine[1](input_ids=ids, use_cache=False).logits[0, len(run.prompt) - 1 :].argmax(-1).tolist()
     assert got == run.trace
+
+
+def dpmatch_expected(a: list[int], b: list[int]) -> dict[str, list[int]]:
+    """kernels/dpmatch.cu's outputs from the PTX ISA's definitions (dp4a.s32.s32 plus the lane
+    index, match.any over 8 lanes of ``a & 3``, sad.s32 plus 1), in plain Python."""
+
+    def byte(v: int, k: int) -> int:
+        x = (v >> (8 * k)) & 0xFF
+        return x - 256 if x >= 128 else x
+
+    def s32(v: int) -> int:
+        v &= 0xFFFFFFFF
+        return v - (1 << 32) if v >= 1 << 31 else v
+
+    keys = [x & 3 for x in a]
+    return {"dot": [s32(i + sum(byte(x, k) * byte(y, k) for k in range(4)))
+                    for i, (x, y) in enumerate(zip(a, b, strict=True))],
+            "grp": [sum(1 << j for j in range(len(a)) if keys[j] == keys[i]) for i in range(len(a))],
+            "sad": [(abs(x - y) + 1) & 0xFFFFFFFF for x, y in zip(a, b, strict=True)]}
+
+
+def test_dpmatch_expected_values_are_the_definitions():
+    import json
+
+    spec = json.loads((K / "dpmatch.json").read_text())
+    data = {x["name"]: x.get("data") for x in spec["args"]}
+    assert spec["expected"] == dpmatch_expected(data["a"], data["b"])
+
+
+@pytest.mark.slow
+def test_dp4a_match_and_sad_in_the_weights(machine):
+    """dp4a, match.any and sad, lowered to the machine's ops (issue 26), inside the model: outputs
+    equal the interpreter, the weights' ISA program and the spec's Python values, bit for bit."""
+    from qwengpu.codegen.softmem import run_weights
+
+    run = run_machine(K / "dpmatch.cu", model=machine[1], max_tokens=60000)
+    sim = run_weights(K / "dpmatch.cu")
+    _same(run.outputs, sim.outputs)
+    _same(run.outputs, run_kernel(K / "dpmatch.cu").outputs)
+    assert run.passed, run.mismatches
+    assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]

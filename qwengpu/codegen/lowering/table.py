@@ -98,4 +98,5 @@ RULES: dict[str, Rule] = {
     "shfl": warp.ptx_shfl,
     "vote": warp.ptx_vote,
     "activemask": warp.ptx_activemask,
+    "match": warp.ptx_match,
 }

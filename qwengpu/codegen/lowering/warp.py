@@ -1,11 +1,11 @@
-"""Warp-level rules: shfl, vote, activemask."""
+"""Warp-level rules: shfl, vote, activemask, match."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.operands import read32, readp, write32, writep
-from qwengpu.isa.instr import TRUE, P, R
+from qwengpu.isa.instr import TRUE, Imm, P, R
 from qwengpu.ptx.ir import Instr, Pair, Reg
 
 if TYPE_CHECKING:
@@ -64,3 +64,57 @@ def ptx_vote(cx: LowerCtx, ins: Instr) -> None:
 def ptx_activemask(cx: LowerCtx, ins: Instr) -> None:
     """activemask: the ballot of TRUE."""
     write32(cx, ins.operands[0], "b32", lambda r: cx.into(r, "ballot", TRUE), ins)
+
+
+def ptx_match(cx: LowerCtx, ins: Instr) -> None:
+    """match.{any,all}.sync.b32 (b64 is a machine limit), as the interpreter defines them over the
+    active member lanes.
+
+    ``any``: one loop trip per distinct value among the members (at most 32): the lowest member
+    not yet matched broadcasts its value (``shfl.idx``), every lane compares, and the ballot of the
+    equal members is the result of every lane holding that value. ``all``: one such trip; the
+    members all matched or the result is 0. The loop count is warp-uniform (ballots)."""
+    mode = next((m for m in ins.mods if m in ("any", "all")), None)
+    if mode is None:
+        raise cx.fail(ins, "match needs .any or .all")
+    if "b64" in ins.mods:
+        raise cx.limit(ins, "64-bit match")
+    d, a, b = ins.operands[:3]
+    dp = None
+    if isinstance(d, Pair):
+        d, dp = d.first, d.second
+    va = read32(cx, a, "b32", ins, "raw")
+    if isinstance(a, Reg) and isinstance(va, R) and va == cx.reg32.get(a.name):
+        cx.pinned.add(va.n)  # other lanes read this register: keep it exclusive
+    vb = read32(cx, b, "u32", ins)
+    lane = cx.op("s2r", sr="laneid")
+    own = cx.op("and", cx.op("shr", vb, lane), Imm(1))
+    members = cx.op("ballot", cx.setp("ne", own, Imm(0)))
+    clamp = Imm(0x1F)
+
+    def equal_to_lowest(pending: R) -> tuple[R, P]:
+        """(the ballot of the members equal to the lowest pending member's value, this lane equal)."""
+        k = cx.op("clz", cx.op("brev", pending))  # 32 when none is pending: lane 0 (masked off below)
+        x = cx.op("shfl", va, k, clamp, mode="idx")
+        eq = cx.setp("eq", va, x)
+        return cx.op("and", cx.op("ballot", eq), members), eq
+
+    if mode == "all":
+        m, _ = equal_to_lowest(members)
+        uni = cx.setp("eq", m, members)
+        write32(cx, d, "b32", lambda r: cx.into(r, "sel", members, Imm(0), uni), ins)
+        if dp is not None:
+            writep(cx, dp, lambda p: cx.emit("plop", (p,), (uni, TRUE), bop="and"), ins)
+        return
+    out, pending = cx.tmp(), cx.tmp()
+    cx.mov(out, Imm(0))
+    cx.mov(pending, members)
+    top, done = cx._label(), cx._label()
+    cx.place(top)
+    cx.bra(done, cx.setp("eq", pending, Imm(0)))
+    m, eq = equal_to_lowest(pending)
+    cx.into(out, "sel", m, out, eq)
+    cx.into(pending, "and", pending, cx.op("not", m))
+    cx.bra(top)
+    cx.place(done)
+    write32(cx, d, "b32", lambda r: cx.mov(r, out), ins)
