@@ -100,3 +100,15 @@ RULES: dict[str, Rule] = {
     "activemask": warp.ptx_activemask,
     "match": warp.ptx_match,
 }
+
+
+def refused_opcodes() -> list[str]:
+    """The PTX opcodes the reference interpreter runs but the machine refuses by name (no rule, or
+    a rule that is a named limit): the short documented list of ``qwengpu machine info`` and the
+    README. Forms beyond a rule (64-bit ``bfe``/``match``, sub-word ``sad``) are refused by the rule."""
+    from qwengpu.simt.interp import Interpreter
+
+    interp = {n[len("_op_"):] for n in dir(Interpreter) if n.startswith("_op_")}
+    refused = {op for op in interp if op not in RULES}
+    refused |= {op for op, rule in RULES.items() if rule is floats.approx_limit}
+    return sorted(refused)
