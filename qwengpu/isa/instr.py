@@ -280,7 +280,7 @@ MOD_VALUES: dict[str, tuple[Any, ...]] = {
         "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "nwarpid", "lanemask_eq", "lanemask_lt",
         "lanemask_le", "lanemask_ge", "lanemask_gt", "dynamic_smem_size", "total_smem_size", "clock",
     ),
-    "code": ("divzero", "limit"),
+    "code": ("divzero", "limit", "trap"),  # host-side only: the ROM holds the op
 }  # fmt: skip
 # 32-bit modifier values carried as immediates in the encoding
 WIDE_MODS = ("base", "off")

@@ -31,7 +31,19 @@ from qwengpu.isa.program import Program
 from qwengpu.ptx.ir import TYPES, Instr
 from qwengpu.simt import core, fp32
 from qwengpu.simt import ops as iops
-from qwengpu.simt.core import ALL, DEFAULT_MAX_STEPS, DIVERGED, JUMP, LANES, M32, NEXT, RET, WARP, Block
+from qwengpu.simt.core import (
+    ALL,
+    DEFAULT_MAX_STEPS,
+    DIVERGED,
+    JUMP,
+    LANES,
+    M32,
+    NEXT,
+    RET,
+    TRAP_MESSAGE,
+    WARP,
+    Block,
+)
 from qwengpu.simt.memory import GLOBAL_BASE, GlobalMemory
 
 U32 = np.uint32
@@ -1121,11 +1133,13 @@ class MachineSim(core.SimtCore):
                 )
 
             return limit
+        what = (TRAP_MESSAGE if ins.mod("code") == "trap"
+                else f"integer division by zero ({ptx.op}.{_type_of(ptx)})")
 
         def trap(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
             lane = int(np.argmax(act))
-            raise self._fault(w, lane, ptx, f"integer division by zero ({ptx.op}.{_type_of(ptx)})")
+            raise self._fault(w, lane, ptx, what)
 
         return trap
 

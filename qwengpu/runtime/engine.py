@@ -22,6 +22,7 @@ from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
 from qwengpu.model.configs import DEFAULT_SHAPE, shape_for, test_config  # noqa: F401 - re-exported
+from qwengpu.simt.core import TRAP_MESSAGE
 from qwengpu.simt.memory import GLOBAL_BASE, place_module_globals
 
 M32 = 0xFFFFFFFF
@@ -462,10 +463,11 @@ def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
     blk = next(t for t in reversed(toks[:k]) if t.kind == "BLOCK").a
     ins = prog.code[ps.a]
     ptx = prog.ptx[ins.ptx]
-    limit = ins.mod("code") == "limit"
-    what = "f64 arithmetic is beyond the machine" if limit else "integer division by zero"
+    code = ins.mod("code")
+    what = {"limit": f"f64 arithmetic is beyond the machine ({ptx.op})",
+            "trap": TRAP_MESSAGE}.get(code, f"integer division by zero ({ptx.op})")
     return (
-        f"{what} ({ptx.op})\n  thread ({4 * ps.b + lane}, 0, 0) of block ({blk}, 0, 0) "
+        f"{what}\n  thread ({4 * ps.b + lane}, 0, 0) of block ({blk}, 0, 0) "
         f"(warp {ps.b >> 3}, lane {4 * (ps.b & 7) + lane})\n  instruction `{ptx.text}` at {ptx.where()}"
     )
 

@@ -31,6 +31,8 @@ from qwengpu.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW
 
 WARP = 32
 DEFAULT_MAX_STEPS = 5_000_000
+#: the fault message of PTX ``trap`` / ``brkpt``, the same on the interpreter, the ISA simulator and the model
+TRAP_MESSAGE = "the kernel executed `trap` (__trap(), or a failed device assert)"
 LANES = np.arange(WARP, dtype=np.uint32)
 ALL = np.ones(WARP, dtype=bool)
 ALL.flags.writeable = False  # a mask of None means "all 32 lanes active" (the common case)

@@ -56,6 +56,7 @@ from qwengpu.simt.core import (
     JUMP,
     LANES,
     NEXT,
+    TRAP_MESSAGE,
     WARP,
     Block,
     BlockCounts,
@@ -1672,9 +1673,7 @@ class Interpreter(SimtCore):
     def _op_trap(self, ins: Instr, pc: int):
         def trap(w, m):
             lane = 0 if m is None else int(np.argmax(m))
-            raise self._fault(
-                w, lane, ins, "the kernel executed `trap` (__trap(), or a failed device assert)"
-            )
+            raise self._fault(w, lane, ins, TRAP_MESSAGE)
 
         return trap
 

@@ -42,6 +42,11 @@ CASES = {
         "  out[i] = 100 / (i - n);\n}\n",
         6,
     ),
+    "trap": (  # __trap() in some lanes (PTX trap): the machine's trap, the interpreter's message
+        'extern "C" __global__ void k(int* out, int n) {\n  int i = threadIdx.x;\n'
+        "  if (i == n) __trap();\n  out[i] = i;\n}\n",
+        5,
+    ),
     "within_window": (
         'extern "C" __global__ void k(int* out, int n) {\n  int i = threadIdx.x;\n  out[i + n] = 1;\n}\n',
         0x10000000,

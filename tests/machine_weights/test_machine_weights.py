@@ -349,3 +349,20 @@ def test_dp4a_match_and_sad_in_the_weights(machine):
     _same(run.outputs, run_kernel(K / "dpmatch.cu").outputs)
     assert run.passed, run.mismatches
     assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]
+
+
+@pytest.mark.slow
+def test_trap_is_written_by_the_model(machine):
+    """PTX ``trap`` (``__trap()`` in thread 5): the model writes the FAULT token for that lane, and
+    the host's message names the same fault, thread and instruction as the interpreter's."""
+    from qwengpu.errors import ExecutionError
+    from qwengpu.simt.core import TRAP_MESSAGE
+
+    with pytest.raises(ExecutionError) as info:
+        run_machine(K / "trap.cu", model=machine[1], max_tokens=20000)
+    msg = str(info.value)
+    assert msg.startswith(TRAP_MESSAGE) and "thread (5, 0, 0) of block (0, 0, 0)" in msg, msg
+    assert "trap.cu:5" in msg, msg
+    with pytest.raises(ExecutionError) as ref:
+        run_kernel(K / "trap.cu")
+    assert TRAP_MESSAGE in str(ref.value) and "thread (5, 0, 0)" in str(ref.value)

@@ -39,6 +39,12 @@ def ptx_bar(cx: LowerCtx, ins: Instr) -> None:
     cx.emit("bar")
 
 
+def ptx_trap(cx: LowerCtx, ins: Instr) -> None:
+    """trap/brkpt (``__trap()``, a failed device ``assert``): the machine's trap, reported as the
+    interpreter reports it (the FAULT token names the lane; the message is the host's)."""
+    cx.emit("trap", code="trap")
+
+
 def nop(cx: LowerCtx, ins: Instr) -> None:
     """Fences, prefetches and hints: the machine has nothing to do for them."""
     return None

@@ -23,6 +23,8 @@ RULES: dict[str, Rule] = {
     "bra": control.ptx_bra,
     "ret": control.ptx_ret,
     "exit": control.ptx_ret,
+    "trap": control.ptx_trap,
+    "brkpt": control.ptx_trap,
     "bar": control.ptx_bar,
     "barrier": control.ptx_bar,
     "membar": control.nop,
