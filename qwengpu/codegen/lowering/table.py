@@ -101,6 +101,7 @@ RULES: dict[str, Rule] = {
     "vote": warp.ptx_vote,
     "activemask": warp.ptx_activemask,
     "match": warp.ptx_match,
+    "redux": warp.ptx_redux,
 }
 
 

@@ -118,3 +118,44 @@ def ptx_match(cx: LowerCtx, ins: Instr) -> None:
     cx.bra(top)
     cx.place(done)
     write32(cx, d, "b32", lambda r: cx.mov(r, out), ins)
+
+
+_REDUX_IDENTITY = {"add": 0, "and": 0xFFFFFFFF, "or": 0, "xor": 0}
+
+
+def ptx_redux(cx: LowerCtx, ins: Instr) -> None:
+    """redux.sync.{add,min,max,and,or,xor}.{u32,s32,b32}: one warp-uniform loop trip per active
+    member lane, lowest first: ``shfl.idx`` brings its value, the accumulator folds it in (adds
+    wrap; min/max by the type's signedness), as the interpreter reduces over the active members."""
+    kind = next((m for m in ins.mods if m in ("add", "min", "max", "and", "or", "xor")), None)
+    t = next((m for m in ins.mods if m in ("u32", "s32", "b32")), None)
+    if kind is None or t is None:
+        raise cx.fail(ins, "unsupported redux form")
+    d, a, b = ins.operands[:3]
+    va = read32(cx, a, t, ins, "raw")
+    if isinstance(a, Reg) and isinstance(va, R) and va == cx.reg32.get(a.name):
+        cx.pinned.add(va.n)  # other lanes read this register: keep it exclusive
+    vb = read32(cx, b, "u32", ins)
+    lane = cx.op("s2r", sr="laneid")
+    own = cx.op("and", cx.op("shr", vb, lane), Imm(1))
+    pending = cx.op("ballot", cx.setp("ne", own, Imm(0)))
+    sign = "s" if t == "s32" else "u"
+    first = cx.op("shfl", va, cx.op("clz", cx.op("brev", pending)), Imm(0x1F), mode="idx")
+    acc = cx.tmp()
+    if kind in ("min", "max"):  # the first member's value starts the fold (no identity needed)
+        cx.mov(acc, first)
+    else:
+        cx.into(acc, kind, Imm(_REDUX_IDENTITY[kind]), first)
+    cx.into(pending, "and", pending, cx.op("sub", pending, Imm(1)))
+    top, done = cx._label(), cx._label()
+    cx.place(top)
+    cx.bra(done, cx.setp("eq", pending, Imm(0)))
+    x = cx.op("shfl", va, cx.op("clz", cx.op("brev", pending)), Imm(0x1F), mode="idx")
+    if kind in ("min", "max"):
+        cx.into(acc, kind, acc, x, sign=sign)
+    else:
+        cx.into(acc, kind, acc, x)
+    cx.into(pending, "and", pending, cx.op("sub", pending, Imm(1)))
+    cx.bra(top)
+    cx.place(done)
+    write32(cx, d, t, lambda r: cx.mov(r, acc), ins)
