@@ -33,6 +33,7 @@ RULES: dict[str, Rule] = {
     "prefetchu": control.nop,
     "pmevent": control.nop,
     "nanosleep": control.nop,
+    "griddepcontrol": control.nop,  # one launch at a time: no dependent grid to wait for or release
     # moves
     "mov": moves.ptx_mov,
     # arithmetic (integer, 64-bit, f32, f64 by type)
@@ -102,6 +103,7 @@ RULES: dict[str, Rule] = {
     "activemask": warp.ptx_activemask,
     "match": warp.ptx_match,
     "redux": warp.ptx_redux,
+    "elect": warp.ptx_elect,
 }
 
 

@@ -159,3 +159,20 @@ def ptx_redux(cx: LowerCtx, ins: Instr) -> None:
     cx.bra(top)
     cx.place(done)
     write32(cx, d, t, lambda r: cx.mov(r, acc), ins)
+
+
+def ptx_elect(cx: LowerCtx, ins: Instr) -> None:
+    """elect.sync d|p, membermask (sm_90): the lowest active member lane is the leader; every lane
+    gets its index (0 when there is no member), the leader the predicate."""
+    d, b = ins.operands[:2]
+    dp = None
+    if isinstance(d, Pair):
+        d, dp = d.first, d.second
+    vb = read32(cx, b, "u32", ins)
+    lane = cx.op("s2r", sr="laneid")
+    own = cx.op("and", cx.op("shr", vb, lane), Imm(1))
+    members = cx.op("ballot", cx.setp("ne", own, Imm(0)))
+    leader = cx.sel(Imm(0), cx.op("clz", cx.op("brev", members)), cx.setp("eq", members, Imm(0)))
+    write32(cx, d, "u32", lambda r: cx.mov(r, leader), ins)
+    if dp is not None:
+        writep(cx, dp, lambda p: cx.setp_into(p, "eq", lane, leader), ins)
