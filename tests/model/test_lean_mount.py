@@ -285,3 +285,34 @@ def test_stock_export_equals_the_lean_runtime_conditional(cond_base, lean_cond, 
     stock = tmp_path / "stock"
     build_mount(cond_base, stock)
     _export_equals_lean(stock, lean_cond, cond_base, VADD)
+
+
+def test_cli_build_writes_the_lean_mount_and_refuses_cleanly(small_base, lean_causal, tmp_path, capsys,
+                                                             monkeypatch):
+    import errno
+
+    from qwengpu.cli import main
+    from qwengpu.model import lean
+    from qwengpu.model.lean import LEAN_FORMAT, mount_format
+
+    def cli(argv: list[str]) -> tuple[int, str, str]:
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return code, out, err
+
+    out = tmp_path / "m"
+    code, stdout, _ = cli(["build", "--base", str(small_base), "--out", str(out), "--json"])
+    info = json.loads(stdout.strip().splitlines()[-1])
+    assert code == 0 and mount_format(out) == LEAN_FORMAT and info["format"] == LEAN_FORMAT
+    assert info["machine_bytes"] < info["machine_dense_bytes"] / 4
+    code, _, err = cli(["build", "--base", str(small_base), "--out", str(tmp_path / "w"), "--width", "4096"])
+    assert code == 7 and "--width sets the stock checkpoint" in err and not (tmp_path / "w").exists()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(lean, "_place", full)  # the disk fills up while the base's files are placed
+    code, _, err = cli(["build", "--base", str(small_base), "--out", str(tmp_path / "f")])
+    assert code == 7 and "No space left on device" in err
+    assert not (tmp_path / "f").exists() and not [p for p in tmp_path.iterdir() if ".build-" in p.name]
