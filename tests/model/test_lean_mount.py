@@ -316,3 +316,46 @@ def test_cli_build_writes_the_lean_mount_and_refuses_cleanly(small_base, lean_ca
     code, _, err = cli(["build", "--base", str(small_base), "--out", str(tmp_path / "f")])
     assert code == 7 and "No space left on device" in err
     assert not (tmp_path / "f").exists() and not [p for p in tmp_path.iterdir() if ".build-" in p.name]
+
+
+def test_verify_lean_hashes_everything_and_names_a_hidden_change(lean_causal, small_base, tmp_path):
+    """A base tensor flipped with its mtime restored passes the cheap load check, not ``verify``."""
+    from qwengpu.model.lean import check_base, read_lean_sidecar
+    from qwengpu.model.lean_verify import verify_lean
+
+    rep = verify_lean(lean_causal, small_base, quick=True)
+    assert rep["ok"], rep["problems"]
+    assert rep["tensors_hashed"] > 500
+    bad = _copy(lean_causal, tmp_path / "bad")
+    rec = read_lean_sidecar(bad)
+    name = "model.layers.0.linear_attn.in_proj_qkv.weight"
+    shard = bad / rec["base_where"][name]
+    st = shard.stat()
+    _flip_first_nonzero(shard, name)
+    os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns))
+    check_base(bad, rec)  # the cheap check trusts size + mtime
+    rep = verify_lean(bad, quick=True)
+    assert not rep["ok"] and any(name in p for p in rep["problems"])
+    rep = verify_lean(lean_causal, bad, quick=True)  # --base: the given base differs, by tensor
+    assert not rep["ok"] and any(f"base tensor {name}: differs" in p for p in rep["problems"])
+
+
+@pytest.mark.slow
+def test_verify_lean_against_the_machine_cache(lean_causal):
+    from qwengpu.model.lean_verify import verify_lean
+
+    rep = verify_lean(lean_causal)
+    assert rep["ok"], rep["problems"]
+    rec = json.loads((lean_causal / "qwengpu_mount.json").read_text())
+    assert rep["tensors_recomputed"] == len(rec["machine"])
+
+
+def test_verify_lean_names_a_damaged_machine_byte(lean_causal, tmp_path):
+    from qwengpu.model.lean import MACHINE_DIR, MACHINE_FILE
+    from qwengpu.model.lean_verify import verify_lean
+
+    bad = _copy(lean_causal, tmp_path / "bad")
+    _flip_first_nonzero(bad / MACHINE_DIR / MACHINE_FILE, "model.layers.3.mlp.up_proj.weight.mask")
+    rep = verify_lean(bad, quick=True)
+    assert not rep["ok"] and any("model.layers.3.mlp.up_proj.weight (mask) is damaged" in p
+                                 for p in rep["problems"])
