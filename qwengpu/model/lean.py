@@ -357,6 +357,9 @@ def cmd_build_lean(args) -> int:
 
     from qwengpu.model.mount import peak_rss_bytes
 
+    if getattr(args, "width", None) is not None:
+        raise LeanError("--width sets the stock checkpoint's mounted hidden: pass it with --stock (the "
+                        "default lean mount keeps the base's own width)")
     t0 = time.perf_counter()
 
     def note(msg: str) -> None:

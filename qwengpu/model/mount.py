@@ -847,17 +847,10 @@ __all__ = ["build_mount", "read_mount_sidecar", "MountError", "make_plan", "insp
 # the command
 # ---------------------------------------------------------------------------------------------
 def cmd_build(args) -> int:
-    """``qwengpu build``: the lean mount by default (:mod:`qwengpu.model.lean`), the stock single
-    float32 checkpoint with ``--stock``."""
+    """``qwengpu build --stock``: the stock single float32 checkpoint (the default, the lean mount,
+    is :func:`qwengpu.model.lean.cmd_build_lean`)."""
     import sys
 
-    if not getattr(args, "stock", False):
-        if args.width is not None:
-            raise MountError("--width sets the stock checkpoint's mounted hidden: pass it with --stock "
-                             "(the default lean mount keeps the base's own width)")
-        from qwengpu.model.lean import cmd_build_lean
-
-        return cmd_build_lean(args)
     t0 = time.perf_counter()
 
     def note(msg: str) -> None:

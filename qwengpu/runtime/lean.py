@@ -197,6 +197,7 @@ class LeanMount:
             raise QwenGPUError(f"launches through the mount are exact in float32 only (asked: {dtype})")
         if runtime not in ("fast", "stock"):
             raise QwenGPUError(f"unknown runtime {runtime!r} (fast or stock)")
+        check_device_dtype(device, dtype)
         path = Path(path)
         rec = read_lean_sidecar(path)
         check_base(path, rec)
@@ -280,10 +281,19 @@ class LeanText:
             raise QwenGPUError(f"id {int(ids.max())} is not a text token (text ids are below {self.V}); a "
                                "launch runs as its own sequence")
 
+    def _to_device(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Tensor arguments onto the model's device (the host builds them on the CPU)."""
+        if self.device.type == "cpu":
+            return args, kwargs
+        move = lambda v: v.to(self.device) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        return tuple(move(a) for a in args), {k: move(v) for k, v in kwargs.items()}
+
     def __call__(self, *args, **kwargs):
+        args, kwargs = self._to_device(args, kwargs)
         return self.model(*args, **kwargs)
 
     def generate(self, *args, **kwargs):
+        args, kwargs = self._to_device(args, kwargs)
         return self.model.generate(*args, **kwargs)
 
     def eval(self) -> LeanText:

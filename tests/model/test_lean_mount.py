@@ -359,3 +359,21 @@ def test_verify_lean_names_a_damaged_machine_byte(lean_causal, tmp_path):
     rep = verify_lean(bad, quick=True)
     assert not rep["ok"] and any("model.layers.3.mlp.up_proj.weight (mask) is damaged" in p
                                  for p in rep["problems"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cli_device_and_dtype_refusals(lean_causal, capsys):
+    from qwengpu.cli import main
+
+    run = ["run", str(VADD), "--engine", "model", "--model", str(lean_causal)]
+    ask = ["ask", "What is 2 + 2?", "--model", str(lean_causal)]
+    cases = [
+        (run + ["--device", "cuda"], "no CUDA device"),
+        (run + ["--dtype", "bfloat16"], "exact in float32 only"),
+        (ask + ["--dtype", "float16"], "float16 is not supported"),
+        (ask + ["--device", "cuda"], "no CUDA device"),
+    ]
+    for argv, msg in cases:
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code != 0 and msg in err and "Traceback" not in err, (argv, err)

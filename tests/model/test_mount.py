@@ -298,8 +298,8 @@ def test_build_refuses_bad_input(small_base, small_mount, tmp_path, capsys, monk
     assert code == 7 and "not enough free disk" in err and "GB" in err
     assert not (tmp_path / "full").exists() and not _left_behind(tmp_path)
 
-    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(tmp_path / "w"), "--width", "1000"],
-                     capsys)
+    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(tmp_path / "w"),
+                      "--width", "1000"], capsys)
     assert code == 7 and "too narrow" in err
 
 
