@@ -137,13 +137,22 @@ def test_text_refuses_machine_ids_float16_and_missing_devices(lean_causal):
         ours(torch.tensor([[5, 1024 + 3]]))
 
 
-def test_chat_loader_uses_the_lean_text_runtime(lean_causal):
+def test_chat_reply_through_the_lean_mount_is_the_bases(lean_causal, small_base):
+    """The chat host's path: ``load_chat_model`` gives the lean text runtime (the base's own dtype by
+    default) and the base's tokenizer; a greedy reply is the base's, token for token."""
+    from qwengpu.host.repliers import ModelReplier, load_chat_model
     from qwengpu.runtime.lean import LeanText
     from qwengpu.runtime.mounted_text import load_mount_text
 
-    model = load_mount_text(lean_causal)  # default dtype: the base's own (bfloat16 here)
+    model, tok = load_chat_model(str(lean_causal))
     assert isinstance(model, LeanText) and model.dtype == "bfloat16"
     assert load_mount_text(lean_causal, dtype="float32").dtype == "float32"
+    bmodel, btok = load_chat_model(str(small_base), dtype="bfloat16")
+    assert len(tok) == len(btok)
+    msgs = [{"role": "user", "content": "What is 2 + 2?"}]
+    a = ModelReplier(model, tok, max_new_tokens=8).reply(msgs, None)
+    b = ModelReplier(bmodel, btok, max_new_tokens=8).reply(msgs, None)
+    assert a.text == b.text and a.stats["tokens"] == b.stats["tokens"] > 0
 
 
 def test_memory_estimate_refuses_with_numbers(lean_causal, monkeypatch):
