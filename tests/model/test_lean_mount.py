@@ -364,9 +364,9 @@ def test_verify_lean_names_a_damaged_machine_byte(lean_causal, tmp_path):
     from qwengpu.model.lean_verify import verify_lean
 
     bad = _copy(lean_causal, tmp_path / "bad")
-    _flip_first_nonzero(bad / MACHINE_DIR / MACHINE_FILE, "model.layers.3.mlp.up_proj.weight.mask")
+    _flip_first_nonzero(bad / MACHINE_DIR / MACHINE_FILE, "model.layers.0.mlp.up_proj.weight.mask")
     rep = verify_lean(bad, quick=True)
-    assert not rep["ok"] and any("model.layers.3.mlp.up_proj.weight (mask) is damaged" in p
+    assert not rep["ok"] and any("model.layers.0.mlp.up_proj.weight (mask) is damaged" in p
                                  for p in rep["problems"])
 
 
