@@ -386,3 +386,10 @@ def test_cli_device_and_dtype_refusals(lean_causal, capsys):
         code = main(argv)
         err = capsys.readouterr().err
         assert code != 0 and msg in err and "Traceback" not in err, (argv, err)
+
+
+def test_stock_only_readers_name_the_lean_format(lean_causal):
+    from qwengpu.model.mount import MountError, read_mount_sidecar
+
+    with pytest.raises(MountError, match="is a lean mount .* qwengpu build --stock"):
+        read_mount_sidecar(lean_causal)
