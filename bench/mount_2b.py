@@ -137,8 +137,8 @@ def run_layout(layout: str, work: Path) -> dict:
     row["base_seconds"] = time.perf_counter() - t
     row["base_bytes"] = sum(p.stat().st_size for p in base.iterdir())
     try:
-        done = sh([sys.executable, "-m", "qwengpu.cli", "build", "--base", str(base), "--out", str(mount),
-                   "--json"])
+        done = sh([sys.executable, "-m", "qwengpu.cli", "build", "--stock", "--base", str(base), "--out",
+                   str(mount), "--json"])
         info = json.loads(done.stdout.strip().splitlines()[-1])
         row.update(build_seconds=info["seconds"], build_peak_rss=info["peak_rss_bytes"],
                    mount_bytes=sum(p.stat().st_size for p in mount.iterdir()),

@@ -118,7 +118,8 @@ def main() -> int:
                  f"import make_synthetic_base\nmake_synthetic_base({str(base)!r}, shape='2b', "
                  f"layers={args.base_layers}, vocab={args.vocab})"])
             print(f"[{time.strftime('%H:%M:%S')}] building the mount", file=sys.stderr, flush=True)
-            _sh([sys.executable, "-m", "qwengpu.cli", "build", "--base", str(base), "--out", str(mount)])
+            _sh([sys.executable, "-m", "qwengpu.cli", "build", "--stock", "--base", str(base), "--out",
+                 str(mount)])
             shutil.rmtree(base, ignore_errors=True)
         print(f"[{time.strftime('%H:%M:%S')}] measuring", file=sys.stderr, flush=True)
         res = measure(mount, args.tokens, args.prompt, with_stock=not args.no_stock)

@@ -84,9 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", metavar="DIR", help="--engine model: the mounted checkpoint (`qwengpu build`)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"],
-                   help="--engine model --runtime stock: where the stock forward runs (default cpu)")
+                   help="--engine model: where the model runs (--runtime stock; the fast runtime is CPU "
+                   "code), refused when the device is absent (default cpu)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="--engine model: launches are exact in float32 only (others are refused)")
+                   help="--engine model: launches are exact in float32 only (others are refused; TF32 is "
+                   "off on CUDA)")
     p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
     p.add_argument("--trace", action="store_true", help="print every warp instruction as it issues (stderr)")
     p.add_argument(
@@ -453,6 +455,10 @@ def _cmd_kl(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
+    if not getattr(args, "stock", False):  # the default: the lean mount (the base verbatim + the machine)
+        from qwengpu.model.lean import cmd_build_lean
+
+        return cmd_build_lean(args)
     from qwengpu.model.mount import cmd_build
 
     return cmd_build(args)

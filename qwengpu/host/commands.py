@@ -79,6 +79,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stop a runaway kernel after about N warp instructions (default 20,000)",
     )
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"],
+                   help="where Qwen's text runs (default cpu; refused when absent); launches run float32")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                   help="Qwen's text dtype (default: the base's own for a mount, bfloat16 for Qwen3.5; "
+                   "float16 is refused)")
     p.add_argument("--no-gpu", action="store_true", help="answer without the tool, for comparison")
     p.add_argument(
         "--replies",
@@ -136,7 +141,8 @@ def _load_model(args):
         return None, None
     from qwengpu.host.repliers import load_chat_model
 
-    return load_chat_model(args.model)
+    return load_chat_model(args.model, device=getattr(args, "device", "cpu"),
+                           dtype=getattr(args, "dtype", None))
 
 
 def _threads() -> None:

@@ -264,7 +264,7 @@ def is_mount(model_dir: str) -> bool:
     return (Path(model_dir) / "qwengpu_mount.json").is_file()
 
 
-def load_chat_model(model_dir: str, shared_mount: bool = True):
+def load_chat_model(model_dir: str, shared_mount: bool = True, device: str = "cpu", dtype: str | None = None):
     """A chat model and its tokenizer with stock ``transformers`` (no custom code), float32.
 
     For a mounted checkpoint (``shared_mount``) the text runs on the mount's text runtime
@@ -281,13 +281,17 @@ def load_chat_model(model_dir: str, shared_mount: bool = True):
 
         from qwengpu.runtime.mounted_text import load_mount_text
 
-        return load_mount_text(p), AutoTokenizer.from_pretrained(str(p))
+        return load_mount_text(p, device=device, dtype=dtype), AutoTokenizer.from_pretrained(str(p))
+    from qwengpu.runtime.lean import check_device_dtype
+
+    check_device_dtype(device, dtype or "float32")
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(p))
-        model = AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(p), dtype=getattr(torch, dtype or "float32"))
+        model = model.to(device)
     except (OSError, ValueError, KeyError) as e:
         raise QwenGPUError(f"{model_dir}: cannot load the model or its tokenizer: {e}") from e
     model.eval()

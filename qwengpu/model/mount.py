@@ -827,6 +827,10 @@ def read_mount_sidecar(path: str | Path) -> dict[str, Any]:
         rec = json.loads(side.read_text())
     except (OSError, ValueError) as e:
         raise MountError(f"{side}: missing or unreadable: not a qwengpu mount ({e})") from None
+    if isinstance(rec, dict) and rec.get("format") == "qwengpu-lean/1":  # qwengpu.model.lean.LEAN_FORMAT
+        raise MountError(f"{path} is a lean mount (the default build: the base's files + the machine "
+                         f"sparse); this reads the stock single checkpoint ({MOUNT_FORMAT}, qwengpu build "
+                         "--stock)")
     if not isinstance(rec, dict) or rec.get("format") != MOUNT_FORMAT:
         raise MountError(f"{side}: not a {MOUNT_FORMAT} record")
     return rec
@@ -847,6 +851,8 @@ __all__ = ["build_mount", "read_mount_sidecar", "MountError", "make_plan", "insp
 # the command
 # ---------------------------------------------------------------------------------------------
 def cmd_build(args) -> int:
+    """``qwengpu build --stock``: the stock single float32 checkpoint (the default, the lean mount,
+    is :func:`qwengpu.model.lean.cmd_build_lean`)."""
     import sys
 
     t0 = time.perf_counter()

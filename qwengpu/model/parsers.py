@@ -9,14 +9,17 @@ from __future__ import annotations
 
 
 def add_build_parser(sub) -> None:
-    """``qwengpu build --base BASE --out OUT [--width N] [--overwrite] [--json]``."""
-    p = sub.add_parser("build", help="mount the machine in front of a local Qwen3.5 checkpoint (one stock "
-                       "float32 checkpoint: the machine's layers, then the base's)")
+    """``qwengpu build --base BASE --out OUT [--stock [--width N]] [--overwrite] [--json]``."""
+    p = sub.add_parser("build", help="mount the machine beside a local Qwen3.5 checkpoint (default: the "
+                       "base's files verbatim + the machine sparse; --stock: one stock float32 checkpoint)")
     p.add_argument("--base", required=True, metavar="DIR", help="a local Qwen3.5 checkpoint folder "
                    "(Qwen3_5ForCausalLM or Qwen3_5ForConditionalGeneration, safetensors)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder to create (new or empty)")
-    p.add_argument("--width", type=int, metavar="N", help="mounted hidden size (default: H * 4^k when one "
-                   "fits, so text logits stay bit-identical, else H + 2048)")
+    p.add_argument("--stock", action="store_true", help="write the stock single float32 checkpoint (the "
+                   "machine's layers, then the base's, loadable by AutoModelForCausalLM and vLLM) instead of "
+                   "the default lean mount (the base's files verbatim + the machine stored sparse)")
+    p.add_argument("--width", type=int, metavar="N", help="--stock: mounted hidden size (default: H * 4^k "
+                   "when one fits, so text logits stay bit-identical, else H + 2048)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--json", action="store_true", help="print the sidecar summary as JSON")
 

@@ -311,8 +311,16 @@ _LOADED: dict[tuple[str, str, str, float], MountedModel] = {}
 
 def mounted_model(path: str | Path, runtime: str = "fast", device: str = "cpu",
                   dtype: str = "float32") -> MountedModel:
-    """:meth:`MountedModel.load`, once per process (keyed by folder, runtime, device, sidecar time)."""
+    """:meth:`MountedModel.load`, once per process (keyed by folder, runtime, device, sidecar time);
+    for a lean mount (the default build) the :class:`qwengpu.runtime.lean.LeanMount`, which has the
+    same ``launch``/``generate_machine``/``load_seconds``."""
+    from qwengpu.model.lean import LEAN_FORMAT, mount_format
+
     p = Path(path)
+    if mount_format(p) == LEAN_FORMAT:  # the default build: the machine stored sparse beside the base
+        from qwengpu.runtime.lean import lean_machine
+
+        return lean_machine(p, runtime=runtime, device=device, dtype=dtype, progress=load_notes(p))
     side = p / "qwengpu_mount.json"
     key = (str(p.resolve()), runtime, f"{device}:{dtype}", side.stat().st_mtime if side.exists() else 0.0)
     if key not in _LOADED:

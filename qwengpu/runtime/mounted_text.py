@@ -67,9 +67,12 @@ def check_machine_layers_silent(ck: Checkpoint, rec: dict[str, Any], pre: str, p
         for name in [n for n in ck.names() if n.startswith(f"{pre}layers.{i}.")]:
             parts = name.split(".")
             leaf, kind = (parts[-2] if parts[-1] in ("weight", "bias") else parts[-1]), parts[-1]
-            if kind == "bias" and ck.get(name).ne(0).any():
+            t = ck.get(name)
+            if kind == "bias" and t.ne(0).any():
                 raise TextNotExact(f"machine layer {i} has a non-zero bias ({name})")
-            if leaf in READ and kind == "weight" and ck.get(name)[:, outside].ne(0).any():
+            if not bool(torch.isfinite(t).all()):  # 0 * inf is NaN: the stock forward would not add 0
+                raise TextNotExact(f"machine layer {i}: {name} holds a non-finite value")
+            if leaf in READ and kind == "weight" and t[:, outside].ne(0).any():
                 raise TextNotExact(f"machine layer {i}: {name} reads a dim outside the machine's")
         if progress is not None:
             progress(f"machine layer {i + 1}/{lm} checked")
@@ -108,6 +111,10 @@ def base_layers_model(path: str | Path, rec: dict[str, Any] | None = None, progr
         model.load_state_dict({k: sd[v] for k, v in names.items()}, assign=True, strict=True)
         del sd
         model.model.rotary_emb = Qwen3_5TextRotaryEmbedding(cfg)  # its buffers are not in the checkpoint
+        if (path / "generation_config.json").is_file():  # the base's sampling settings (top_k, ...)
+            from transformers import GenerationConfig
+
+            model.generation_config = GenerationConfig.from_pretrained(str(path))
     finally:
         ck.close()
     gc.collect()
@@ -191,6 +198,10 @@ class MountText:
         return self.base if self.base is not None else self._stock()
 
     def _run(self, method: str, *args, **kwargs):
+        if self.base is not None and kwargs.get("inputs_embeds") is not None:
+            # embeddings the caller made need not be zero on the machine dims: the whole mount decides
+            self.runtime = "mounted-stock"
+            return getattr(self._stock(), method)(*args, **kwargs)
         if self.base is not None:
             try:
                 self.runtime = "mounted-text"
@@ -216,13 +227,30 @@ class MountText:
 _LOADED: dict[tuple[str, float], MountText] = {}
 
 
-def load_mount_text(path: str | Path, progress=None) -> MountText:
-    """:class:`MountText` for a mount folder, once per process (keyed by folder and sidecar time);
-    a clear error for anything else."""
+def load_mount_text(path: str | Path, progress=None, device: str = "cpu", dtype: str | None = None):
+    """The text runtime of a mount folder, once per process (keyed by folder and sidecar time); a
+    clear error for anything else. A lean mount (the default build) runs the base's own files in
+    ``dtype`` (default: the base's own, bfloat16 for Qwen3.5) on ``device``
+    (:class:`qwengpu.runtime.lean.LeanText`); a stock single checkpoint runs float32 on CPU only
+    (its text is exact in float32 only: the width compensation cannot be held in bfloat16)."""
+    from qwengpu.model.lean import LEAN_FORMAT, mount_format
+
     p = Path(path)
     side = p / "qwengpu_mount.json"
     if not side.is_file():
         raise QwenGPUError(f"{path}: not a mounted checkpoint (no qwengpu_mount.json)")
+    if mount_format(p) == LEAN_FORMAT:
+        from qwengpu.model.lean import read_lean_sidecar
+        from qwengpu.runtime.lean import lean_text
+
+        if dtype is None:
+            dtype = read_lean_sidecar(p)["base_dtype"]
+            dtype = dtype if dtype in ("float32", "bfloat16") else "float32"
+        return lean_text(p, device=device, dtype=dtype)
+    if (dtype or "float32") != "float32" or device != "cpu":
+        raise QwenGPUError(f"{path} is a stock single checkpoint (qwengpu build --stock): its text runs in "
+                           f"float32 on cpu only (asked: {dtype} on {device}); build the default lean mount "
+                           "for the base's own dtype and other devices")
     key = (str(p.resolve()), side.stat().st_mtime)
     if key not in _LOADED:
         _LOADED[key] = MountText(p, progress)

@@ -247,31 +247,31 @@ def _left_behind(parent: Path) -> list[str]:
 
 def test_build_refuses_bad_input(small_base, small_mount, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    code, err = _cli(["build", "--base", str(tmp_path / "nope"), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(tmp_path / "nope"), "--out", str(out)], capsys)
     assert code == 7 and "no such checkpoint folder" in err
     (tmp_path / "empty").mkdir()
-    code, err = _cli(["build", "--base", str(tmp_path / "empty"), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(tmp_path / "empty"), "--out", str(out)], capsys)
     assert code == 7 and "not a checkpoint folder" in err
 
     b = _copy_base(small_base, tmp_path / "llama")
     cfg = json.loads((b / "config.json").read_text())
     (b / "config.json").write_text(json.dumps(dict(cfg, model_type="llama")))
-    code, err = _cli(["build", "--base", str(b), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(out)], capsys)
     assert code == 7 and "'llama' is not Qwen3.5" in err
 
     b = _copy_base(small_base, tmp_path / "shape")
     (b / "config.json").write_text(json.dumps(dict(cfg, hidden_act="gelu")))
-    code, err = _cli(["build", "--base", str(b), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(out)], capsys)
     assert code == 7 and "hidden_act = 'gelu' cannot host the machine" in err
     (b / "config.json").write_text(json.dumps(dict(cfg, rms_norm_eps=1e-3)))
-    code, err = _cli(["build", "--base", str(b), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(out)], capsys)
     assert code == 7 and "rms_norm_eps = 0.001 cannot host the machine" in err
 
     b = _copy_base(small_base, tmp_path / "trunc")
     shard = sorted(b.glob("*.safetensors"))[0]
     data = shard.read_bytes()
     shard.write_bytes(data[: len(data) - 1000])
-    code, err = _cli(["build", "--base", str(b), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(out)], capsys)
     assert code == 7 and "truncated shard" in err and shard.name in err
 
     b = _copy_base(small_base, tmp_path / "index")
@@ -279,12 +279,12 @@ def test_build_refuses_bad_input(small_base, small_mount, tmp_path, capsys, monk
     first = next(iter(index["weight_map"]))
     index["weight_map"][first] = "model-00009-of-00009.safetensors"
     (b / "model.safetensors.index.json").write_text(json.dumps(index))
-    code, err = _cli(["build", "--base", str(b), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(out)], capsys)
     assert code == 7 and "model-00009-of-00009.safetensors, which is missing" in err
 
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    code, err = _cli(["build", "--base", str(small_base), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(out)], capsys)
     assert code == 7 and "exists and is not empty" in err
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
@@ -294,12 +294,12 @@ def test_build_refuses_bad_input(small_base, small_mount, tmp_path, capsys, monk
         free = 10 << 20
 
     monkeypatch.setattr(mount.shutil, "disk_usage", lambda p: Usage())
-    code, err = _cli(["build", "--base", str(small_base), "--out", str(tmp_path / "full")], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(tmp_path / "full")], capsys)
     assert code == 7 and "not enough free disk" in err and "GB" in err
     assert not (tmp_path / "full").exists() and not _left_behind(tmp_path)
 
-    code, err = _cli(["build", "--base", str(small_base), "--out", str(tmp_path / "w"), "--width", "1000"],
-                     capsys)
+    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(tmp_path / "w"),
+                      "--width", "1000"], capsys)
     assert code == 7 and "too narrow" in err
 
 
@@ -315,7 +315,7 @@ def test_build_that_runs_out_of_disk_midway_leaves_nothing(small_base, tmp_path,
 
     monkeypatch.setattr(mount._ShardWriter, "write_all", full)
     out = tmp_path / "m"
-    code, err = _cli(["build", "--base", str(small_base), "--out", str(out)], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(small_base), "--out", str(out)], capsys)
     assert code == 7 and "No space left on device" in err and str(out) in err
     assert not out.exists() and not _left_behind(tmp_path) and list(tmp_path.iterdir()) == []
 
@@ -326,7 +326,7 @@ def test_build_refuses_a_layer_shape_the_machine_does_not_fit(small_base, tmp_pa
     b = _copy_base(small_base, tmp_path / "narrow")
     cfg = json.loads((b / "config.json").read_text())
     (b / "config.json").write_text(json.dumps(dict(cfg, intermediate_size=1024)))
-    code, err = _cli(["build", "--base", str(b), "--out", str(tmp_path / "out")], capsys)
+    code, err = _cli(["build", "--stock", "--base", str(b), "--out", str(tmp_path / "out")], capsys)
     assert code == 7 and "intermediate_size = 1024" in err and "cannot host the machine" in err
     assert not (tmp_path / "out").exists()
 

@@ -136,9 +136,10 @@ def test_a_machine_token_runs_on_the_stock_forward(small_mount, stock_mount, mou
     assert torch.equal(out, want)
 
 
-def _copy_with_machine_weight_on_a_base_dim(src, dst):
+def _copy_with_machine_weight_on_a_base_dim(src, dst, value: float = 1.0, col: int = 0):
     """A copy of the mount (symlinks; one shard copied) where layer 0's first reading projection
-    gets a 1.0 in column 0, a base dim: the machine layers would then compute on text."""
+    gets ``value`` in column ``col`` of row 0 (column 0 is a base dim: the machine layers would then
+    compute on text)."""
     dst.mkdir(parents=True)
     index = json.loads((src / "model.safetensors.index.json").read_text())
     name = next(n for n in index["weight_map"] if n.startswith("model.layers.0.") and "in_proj_qkv" in n)
@@ -151,8 +152,8 @@ def _copy_with_machine_weight_on_a_base_dim(src, dst):
     with open(dst / shard, "r+b") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         lo, _hi = json.loads(f.read(n))[name]["data_offsets"]
-        f.seek(8 + n + lo)
-        f.write(np.float32(1.0).tobytes())
+        f.seek(8 + n + lo + 4 * col)
+        f.write(np.float32(value).tobytes())
     return dst, name
 
 
@@ -172,3 +173,55 @@ def test_a_machine_weight_reading_text_dims_is_caught_at_load(small_mount, tmp_p
         check_machine_layers_silent(ok, read_mount_sidecar(small_mount), "model.")  # the real mount passes
     finally:
         ok.close()
+
+
+def test_a_failed_load_check_falls_back_to_the_stock_forward(small_mount, stock_mount, tmp_path):
+    """A machine weight reading a base dim: the text runtime is not used, every call goes to the
+    stock forward (here the already loaded stock model stands for the damaged mount's)."""
+    from qwengpu.runtime.mounted_text import MountText
+
+    bad, name = _copy_with_machine_weight_on_a_base_dim(small_mount, tmp_path / "bad")
+    mt = MountText(bad, stock=stock_mount)
+    assert mt.base is None and mt.runtime == "mounted-stock" and name in mt.fallback_reason
+    ids = torch.tensor([LONGER[:6]])
+    with torch.no_grad():
+        assert torch.equal(mt(input_ids=ids).logits, stock_mount(input_ids=ids).logits)
+
+
+def test_a_non_finite_machine_weight_is_caught_at_load(small_mount, tmp_path):
+    """inf in a machine dim of a machine weight: on text the stock forward computes 0 * inf = NaN
+    there, so the machine layers would not add exact zeros; the text runtime must not skip them."""
+    from qwengpu.model.mount import Checkpoint, read_mount_sidecar
+    from qwengpu.runtime.mounted_text import TextNotExact, check_machine_layers_silent
+
+    rec = read_mount_sidecar(small_mount)
+    col = rec["dims"]["machine_to"][0]  # a machine dim: reading it is allowed, an inf there is not
+    bad, name = _copy_with_machine_weight_on_a_base_dim(small_mount, tmp_path / "bad", float("inf"), col)
+    ck = Checkpoint(bad)
+    try:
+        with pytest.raises(TextNotExact, match=name.replace(".", r"\.") + " holds a non-finite value"):
+            check_machine_layers_silent(ck, rec, "model.")
+    finally:
+        ck.close()
+
+
+def test_inputs_embeds_take_the_stock_path(mount_text, stock_mount):
+    from qwengpu.runtime.mounted_text import MountText
+
+    mt = MountText(mount_text.path, stock=stock_mount, base=mount_text.base)
+    ids = torch.tensor([LONGER[:6]])
+    emb = stock_mount.model.embed_tokens(ids).detach()
+    with torch.no_grad():
+        out = mt(inputs_embeds=emb).logits
+        want = stock_mount(inputs_embeds=emb).logits
+    assert mt.runtime == "mounted-stock" and torch.equal(out, want)
+    assert mt(input_ids=ids) is not None and mt.runtime == "mounted-text"
+
+
+def test_sampling_settings_are_the_mounts_generation_config(mount_text, small_base):
+    """The mount copies the base's generation_config.json; a sampled reply uses its top_k (20 on
+    the synthetic base), not the library default (50)."""
+    want = json.loads((small_base / "generation_config.json").read_text())
+    assert want["top_k"] == 20
+    assert mount_text.generation_config.top_k == 20
+    assert mount_text.generation_config.top_p == want.get("top_p", mount_text.generation_config.top_p)
