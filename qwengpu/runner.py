@@ -135,7 +135,7 @@ def run_kernel(
                              dtype or "float32", progress, trace, max_steps, stage)
     if engine == "machine":
         return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay, shape,
-                               stage)
+                               stage, (module, fn))
     if replay:
         raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
     if stage is not None:
@@ -156,13 +156,14 @@ def run_kernel(
     sd["seconds"] = round(time.perf_counter() - t0, 6)
     sd["warp_instructions_per_second"] = round(stats.warp_instructions / max(sd["seconds"], 1e-9))
     if machine_fit:
-        sd["machine_limit"] = machine_limit_reason(module, fn, spec)
+        reason = machine_limit_reason(module, fn, spec)
+        sd["machine_limit"] = reason.splitlines()[0] if reason else None
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
     result.mismatches = compare(spec, outputs)
     return result
 
 
-def machine_limit_reason(module, fn, spec: LaunchSpec) -> str | None:
+def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
     """Why the machine in the weights (the default, test-shape machine) would refuse this launch,
     or None when it fits: the same lowering and limit checks as the machine engine's ``prepare``,
     without a model (torch-free, tens of milliseconds). Why: the interpreter runs launches the
@@ -175,7 +176,8 @@ def machine_limit_reason(module, fn, spec: LaunchSpec) -> str | None:
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.simt.memory import place_module_globals
 
-    shape = MachineShape()
+    shape = shape if shape is not None else MachineShape()
+    opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd}
     grid, block = tuple(spec.grid), tuple(spec.block)
     nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
     try:
@@ -187,7 +189,8 @@ def machine_limit_reason(module, fn, spec: LaunchSpec) -> str | None:
         budget = shape.rom_rows
         for _ in range(4):
             prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
-                                          options=Options(budget=budget), gmem_words=shape.gmem_words)
+                                          options=Options(budget=budget, **opts),
+                                          gmem_words=shape.gmem_words)
             if len(prog.code) <= shape.rom_rows:
                 break
             budget -= len(prog.code) - shape.rom_rows + 8
@@ -206,7 +209,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec) -> str | None:
             return (f"the launch needs {nwords} words of global memory (with guard gaps); the machine has "
                     f"{shape.gmem_words}")
     except MachineLimitError as exc:
-        return str(exc).splitlines()[0]
+        return str(exc)
     except QwenGPUError:  # e.g. an instruction the lowering refuses: the machine engine says which
         return None
     return None
@@ -217,12 +220,21 @@ def _run_on_machine(
     replay: bool = False,
     shape: str = "test",
     stage: Callable[[str], None] | None = None,
+    kernel=None,
 ) -> RunResult:
-    """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
+    """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens.
+
+    ``kernel`` (parsed module, function): a launch beyond the machine's limits is refused from it
+    before the model is loaded (seconds, not a multi-GB load first)."""
+    from qwengpu.model.configs import shape_for
     from qwengpu.runtime import engine as machine_engine
     from qwengpu.runtime.engine import machine_config, run_machine
 
     config = machine_config(shape)
+    if kernel is not None:
+        reason = machine_limit_reason(*kernel, spec, shape_for(config))
+        if reason:
+            raise MachineLimitError(reason)
 
     t0 = time.perf_counter()
     if stage is not None:

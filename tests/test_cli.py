@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,14 @@ DOT_SRC = (
 )
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = ROOT, env: dict | None = None, stdin: str | None = None
+        ) -> subprocess.CompletedProcess:
+    """``python -m qwengpu.cli ARGS`` on this checkout's package, whatever ``cwd`` is."""
+    full = {**os.environ, **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [full.get("PYTHONPATH")])])
     return subprocess.run(
-        [sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd, env=full,
+        input=stdin,
     )
 
 
