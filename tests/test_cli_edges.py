@@ -103,7 +103,7 @@ def test_not_a_mount_is_a_checkpoint_fault_in_run_and_ask(dot: Path, tmp_path: P
     a = cli("ask", "what is 6 * 7?", "--model", str(tmp_path / "m"))
     assert r.returncode == a.returncode == 7, (r.stderr, a.stderr)
     n = cli("ask", "what is 6 * 7?", "--model", str(tmp_path / "nowhere"))
-    assert n.returncode == 7 and "no such model folder" in n.stderr
+    assert n.returncode == 7 and "not a model folder (no such folder)" in n.stderr
     _clean_error(a)
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from qwengpu.errors import CheckpointError, QwenGPUError
 
 NO_MODEL = (
-    "{cmd} needs --model DIR: the Qwen3.5 chat checkpoint that writes the kernel and the answer (a "
-    "mount from `qwengpu build` also runs the launch inside itself). Without a model, --replies FILE "
-    "replays fixed replies (a JSON list of reply strings) with --engine interp or --engine machine"
+    "{cmd} needs --model DIR, the Qwen3.5 chat checkpoint that writes the kernel and the answer: pass "
+    "--model DIR (a mount from `qwengpu build` also runs the launch inside itself), or, without a model, "
+    "--replies FILE to replay fixed replies (a JSON list of reply strings) with --engine interp or "
+    "--engine machine"
 )
 
 ASK_EPILOG = """how it works:
@@ -166,7 +167,7 @@ def _check_model_dir(model: str | None) -> None:
         return
     m = Path(model)
     if not m.is_dir():
-        raise CheckpointError(f"{model}: no such model folder")
+        raise CheckpointError(f"{model}: not a model folder (no such folder)")
     if not (m / "config.json").is_file():
         raise CheckpointError(f"{model}: not a model folder (no config.json)")
 
@@ -280,8 +281,8 @@ def cmd_ask(args) -> int:
     replies = _ask_replies(args.replies, mode)
     if replies is None and not args.model:
         raise QwenGPUError(NO_MODEL.format(cmd="ask"))
+    launcher = _launcher(args)  # a folder that is not a mount: said first, with how to make one
     _check_model_dir(args.model)
-    launcher = _launcher(args)
     _threads()
     model, tok = _load_model(args)
     replier = _replier(args, model, tok, replies)
@@ -317,8 +318,8 @@ def cmd_chat(args) -> int:
     replies = _ask_replies(args.replies, mode)
     if replies is None and not args.model:
         raise QwenGPUError(NO_MODEL.format(cmd="chat"))
+    launcher = _launcher(args)  # a folder that is not a mount: said first, with how to make one
     _check_model_dir(args.model)
-    launcher = _launcher(args)
     _threads()
     model, tok = _load_model(args)
     replier = _replier(args, model, tok, replies)
@@ -383,9 +384,9 @@ def cmd_eval(args) -> int:
     if replies is None and not args.model:
         raise QwenGPUError(NO_MODEL.format(cmd="eval").replace("(a JSON list of reply strings)",
                                                             "(bench/advanced/reference_replies.json)"))
-    _check_model_dir(args.model)
     if "gpu" in modes:
         _check_engine(args.engine, args.model)
+    _check_model_dir(args.model)
     _threads()
     model, tok = _load_model(args)
 
