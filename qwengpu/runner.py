@@ -166,17 +166,22 @@ def run_kernel(
 def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
     """Why the machine in the weights (the default, test-shape machine) would refuse this launch,
     or None when it fits: the same lowering and limit checks as the machine engine's ``prepare``,
-    without a model (torch-free, tens of milliseconds). Why: the interpreter runs launches the
-    machine refuses; a user trying a kernel on it should hear before switching engines."""
+    without a model (tens of milliseconds; None without the ``model`` extra). Why: the interpreter
+    runs launches the machine refuses; a user trying a kernel on it should hear before switching
+    engines."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import buffers_end, lower_for_weights
     from qwengpu.isa.sim import check_program_limits
-    from qwengpu.machine.circuit import MachineShape
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.simt.memory import place_module_globals
 
-    shape = shape if shape is not None else MachineShape()
+    if shape is None:
+        try:
+            from qwengpu.machine.circuit import MachineShape  # the circuit's module needs torch
+        except ModuleNotFoundError:  # no 'model' extra: no machine to refuse anything, no note
+            return None
+        shape = MachineShape()
     opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd}
     grid, block = tuple(spec.grid), tuple(spec.block)
     nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
