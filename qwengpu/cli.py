@@ -262,6 +262,11 @@ class StageProgress:
         self.name = name
         self.task = self.bar.add_task(name, total=None, detail="")
 
+    def detail(self, text: str) -> None:
+        """Free text on the current stage's line (``layer 3/24 written``)."""
+        if self.task is not None:
+            self.bar.update(self.task, detail=text)
+
     def update(self, stats) -> None:
         """The launch's count so far (``stats.warp_instructions``: tokens when ``blocks == 0``)."""
         if self.task is None:
@@ -462,14 +467,24 @@ def _cmd_machine_build(args: argparse.Namespace) -> int:
 
     config = _machine_config(args.shape)
     t0 = time.perf_counter()
+    bar = StageProgress() if _want_progress(args) else None
 
     def note(msg: str) -> None:
-        print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+        if bar is not None:  # one line per stage; the layers count on the writing stage's line
+            if msg.startswith("layer ") and bar.task is not None:
+                bar.detail(msg)
+            else:
+                bar.stage(msg)
+        elif args.verbosity >= 0:
+            print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
     try:
         out = build_checkpoint(args.out, config, overwrite=args.overwrite, progress=note)
     except FitError as e:
         raise MachineLimitError(f"the machine does not fit the {args.shape} layer shape: {e}") from e
+    finally:
+        if bar is not None:
+            bar.done()
     seconds = time.perf_counter() - t0
     meta = read_machine_sidecar(out)
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
