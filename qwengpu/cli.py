@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -20,10 +21,11 @@ from qwengpu.simt.interp import DEFAULT_MAX_STEPS
 
 #: where transformers' optional kernels would change the numbers (stated once, where it matters)
 FLA_CAVEAT = (
-    "qwengpu runs Qwen3.5's linear attention and convolutions with transformers' own PyTorch code. "
-    "Installing flash-linear-attention or causal-conv1d (which transformers suggests) would swap in "
-    "other kernels with other float rounding, and exactness rests on the stock numerics: qwengpu "
-    "does not use them (the warnings that suggest them are silenced; -v shows them)."
+    "exactness is proven on transformers' own PyTorch paths for Qwen3.5's linear attention and "
+    "convolution. Installing flash-linear-attention or causal-conv1d (which transformers suggests) "
+    "makes transformers switch to those kernels, whose float rounding differs, so qwengpu does not "
+    "use them: keep them out of the environment qwengpu runs in (the warnings suggesting them are "
+    "silenced; -v shows them)."
 )
 
 EPILOG = """examples:
@@ -113,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run",
         help="run one kernel with a launch spec",
-        epilog=EPILOG + "\nnumerics: " + FLA_CAVEAT + "\n",
+        epilog=EPILOG + "\n" + textwrap.fill("numerics: " + FLA_CAVEAT, width=100) + "\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("kernel", help="CUDA source file (.cu)")
@@ -293,6 +295,14 @@ class StageProgress:
         self.task = None
 
 
+def _fast_kernels_installed() -> list[str]:
+    """The optional kernel packages transformers would switch Qwen3.5 to, when installed."""
+    import importlib.util
+
+    return [name for mod, name in (("fla", "flash-linear-attention"), ("causal_conv1d", "causal-conv1d"))
+            if importlib.util.find_spec(mod) is not None]
+
+
 def _want_progress(args: argparse.Namespace) -> bool:
     """Progress on stderr when asked (--progress) or when stderr is a terminal, never with -q."""
     if getattr(args, "verbosity", 0) < 0:
@@ -336,6 +346,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.done(res.stats if res is not None else None)
+    if res.engine != "interp" and not quiet:
+        found = _fast_kernels_installed()
+        if found:
+            print(f"warning: {' and '.join(found)} installed: {FLA_CAVEAT}", file=sys.stderr)
     limit = res.stats.get("machine_limit")
     if limit and not quiet:
         print(f"note: the machine in the weights would refuse this launch ({limit}); "

@@ -58,8 +58,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.MACHINE_LIMIT: "a launch beyond the machine's limits (threads, memory, registers, ...)",
     ExitCode.CHECKPOINT: "a wrong, incomplete or corrupt checkpoint or mount",
     ExitCode.MEMORY: "loading a model would not fit in the free memory",
-    ExitCode.MISMATCH: 'outputs differ from the spec\'s "expected" (run, check); a mount differs '
-    "from its build record (verify)",
+    ExitCode.MISMATCH: 'outputs differ from "expected" (run, check); a mount from its record (verify)',
     ExitCode.MISSING_DEPENDENCY: "an optional extra is not installed (pip install 'qwengpu[model]')",
     ExitCode.COMPILE: "the CUDA source does not compile",
     ExitCode.NO_GPU: "hwcheck: no NVIDIA GPU or driver",
