@@ -313,6 +313,10 @@ def _want_progress(args: argparse.Namespace) -> bool:
 def _cmd_run(args: argparse.Namespace) -> int:
     from qwengpu.runner import run_kernel
 
+    if args.engine == "interp" and (args.device is not None or args.dtype is not None):
+        from qwengpu.runner import refuse_device_dtype
+
+        refuse_device_dtype(args.device, args.dtype)
     trace = (lambda line: print(line, file=sys.stderr)) if args.trace else None
     quiet, verbose = args.verbosity < 0, args.verbosity > 0
     bar = StageProgress() if _want_progress(args) and not args.trace else None

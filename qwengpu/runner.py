@@ -109,10 +109,8 @@ def run_kernel(
     cu = Path(cu_path)
     if engine not in ENGINES:
         raise QwenGPUError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if engine == "interp" and (device is not None or dtype is not None):
-        given = " and ".join(f"--{k} {v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
-        raise UsageError(f"{given}: the interpreter runs on the CPU in exact 32-bit arithmetic and takes "
-                         "neither --device nor --dtype (they place the model engines' forward pass)")
+    if engine == "interp" and (device not in (None, "cpu") or dtype not in (None, "float32")):
+        refuse_device_dtype(device, dtype)
     if not cu.is_file():
         what = "is a folder, not a CUDA file" if cu.is_dir() else "does not exist"
         raise QwenGPUError(f"no kernel source: {cu} {what}")
@@ -161,6 +159,15 @@ def run_kernel(
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
     result.mismatches = compare(spec, outputs)
     return result
+
+
+def refuse_device_dtype(device: str | None, dtype: str | None) -> None:
+    """The interpreter has no device or dtype to choose: asking for one is a usage error, not a
+    setting silently ignored (the CLI refuses any explicit --device/--dtype; the API the values
+    that would mean something else than the interpreter's CPU and exact 32-bit arithmetic)."""
+    given = " and ".join(f"--{k} {v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
+    raise UsageError(f"{given}: the interpreter runs on the CPU in exact 32-bit arithmetic and takes "
+                     "neither --device nor --dtype (they place the model engines' forward pass)")
 
 
 def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
