@@ -245,7 +245,8 @@ class StageProgress:
     and its rate over the launch alone. Why: a model load of tens of seconds used to be silent and
     counted into the launch's tokens/s."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
+        """``keep=False``: the lines vanish when done (the terminal default; --progress keeps them)."""
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -253,8 +254,10 @@ class StageProgress:
         if not self.console.is_terminal:  # --progress into a pipe or a log: whole lines, no wrapping
             self.console = Console(stderr=True, highlight=False, width=160)
         self.bar = Progress(SpinnerColumn(finished_text="[green]done"), TextColumn("{task.description}"),
-                            TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=self.console)
+                            TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=self.console,
+                            transient=not keep)
         self.task = None
+        self.launch = None
         self.name = ""
         self.bar.start()
 
@@ -263,6 +266,8 @@ class StageProgress:
         self._finish()
         self.name = name
         self.task = self.bar.add_task(name, total=None, detail="")
+        if name == "launch":
+            self.launch = self.task
 
     def detail(self, text: str) -> None:
         """Free text on the current stage's line (``layer 3/24 written``)."""
@@ -278,14 +283,14 @@ class StageProgress:
         self.bar.update(self.task, detail=f"{stats.warp_instructions:,} {unit}, {rate:,.1f} {unit}/s")
 
     def done(self, stats: dict | None = None) -> None:
-        """Close the launch line with the engine's own count and launch time."""
-        if self.task is not None and stats:
+        """Close the stages; the launch line gets the engine's own count over its launch time."""
+        self._finish()
+        if stats and self.launch is not None:
             if "tokens" in stats:
                 n, unit, sec = stats["tokens"], "tokens", stats.get("seconds", 0)
             else:
                 n, unit, sec = stats.get("warp_instructions", 0), "warp instructions", stats.get("seconds", 0)
-            self.bar.update(self.task, detail=f"{n:,} {unit}, {n / max(sec, 1e-9):,.1f} {unit}/s")
-        self._finish()
+            self.bar.update(self.launch, detail=f"{n:,} {unit}, {n / max(sec, 1e-9):,.1f} {unit}/s")
         self.bar.stop()
 
     def _finish(self) -> None:
@@ -319,7 +324,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         refuse_device_dtype(args.device, args.dtype)
     trace = (lambda line: print(line, file=sys.stderr)) if args.trace else None
     quiet, verbose = args.verbosity < 0, args.verbosity > 0
-    bar = StageProgress() if _want_progress(args) and not args.trace else None
+    bar = StageProgress(keep=args.progress) if _want_progress(args) and not args.trace else None
     stages: list[tuple[str, float]] = []
     res = None
 

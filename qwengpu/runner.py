@@ -154,6 +154,8 @@ def run_kernel(
     sd["seconds"] = round(time.perf_counter() - t0, 6)
     sd["warp_instructions_per_second"] = round(stats.warp_instructions / max(sd["seconds"], 1e-9))
     if machine_fit:
+        if stage is not None:
+            stage("check the machine's limits")
         reason = machine_limit_reason(module, fn, spec)
         sd["machine_limit"] = reason.splitlines()[0] if reason else None
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
