@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 from qwengpu import __version__
 from qwengpu.cuda import DEFAULT_ARCH
-from qwengpu.errors import QwenGPUError, missing_extra
+from qwengpu.errors import ExitCode, QwenGPUError, exit_code_table, missing_extra
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS
+
+#: where transformers' optional kernels would change the numbers (stated once, where it matters)
+FLA_CAVEAT = (
+    "exactness is proven on transformers' own PyTorch paths for Qwen3.5's linear attention and "
+    "convolution. Installing flash-linear-attention or causal-conv1d (which transformers suggests) "
+    "makes transformers switch to those kernels, whose float rounding differs, so qwengpu does not "
+    "use them: keep them out of the environment qwengpu runs in (the warnings suggesting them are "
+    "silenced; -v shows them)."
+)
 
 EPILOG = """examples:
   qwengpu run kernels/dot.cu                 # inside the model; uses kernels/dot.json beside the source
@@ -24,6 +35,40 @@ EPILOG = """examples:
   qwengpu check kernels --engine interp      # every spec with "expected", pass/fail table
   qwengpu ptx kernels/saxpy.cu               # print the PTX `run` uses (PTX lines in errors point here)
 """
+
+EXIT_EPILOG = "exit codes (the same for every command; `qwengpu exit-codes`):\n" + exit_code_table() + "\n"
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1 (a usage error otherwise, exit 2)."""
+    try:
+        n = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
+    return n
+
+
+def _add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """``-q``/``-v`` on the top level and on every sub-command (before or after the command name)."""
+    default = 0 if top else argparse.SUPPRESS
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=default,
+                   help="results only: no progress, notes or timing lines (errors still go to stderr)")
+    g.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1, default=default,
+                   help="more detail: stage timings, every stat, and transformers' own warnings")
+
+
+def _add_verbosity_everywhere(sub) -> None:
+    for p in sub.choices.values():
+        try:
+            _add_verbosity(p)
+        except argparse.ArgumentError:  # a parser that defines -q or -v itself
+            pass
+        for action in p._actions:  # noqa: SLF001 - argparse has no public walk of sub-parsers
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                _add_verbosity_everywhere(action)
 
 
 def _add_compile_flags(p: argparse.ArgumentParser) -> None:
@@ -37,11 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="qwengpu",
         description="A SIMT GPU compiled into stock Qwen3.5 layers, with a bit-exact reference interpreter.",
-        epilog=EPILOG,
+        epilog=EPILOG + "\n" + EXIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action="version", version=f"qwengpu {__version__}")
+    _add_verbosity(ap, top=True)
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub.add_parser("exit-codes", help="list the exit codes every command uses")
 
     p = sub.add_parser(
         "ptx",
@@ -68,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run",
         help="run one kernel with a launch spec",
-        epilog=EPILOG,
+        epilog=EPILOG + "\n" + textwrap.fill("numerics: " + FLA_CAVEAT, width=100) + "\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("kernel", help="CUDA source file (.cu)")
@@ -83,22 +130,25 @@ def build_parser() -> argparse.ArgumentParser:
         "interpreter (fast), or machine+base model",
     )
     p.add_argument("--model", metavar="DIR", help="--engine model: the mounted checkpoint (`qwengpu build`)")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"],
+    p.add_argument("--device", default=None, choices=["cpu", "cuda", "mps"],
                    help="--engine model: where the model runs (--runtime stock; the fast runtime is CPU "
-                   "code), refused when the device is absent (default cpu)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   "code), refused when the device is absent (default cpu; the interpreter refuses it)")
+    p.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"],
                    help="--engine model: launches are exact in float32 only (others are refused; TF32 is "
-                   "off on CUDA)")
+                   "off on CUDA; default float32; the interpreter refuses it)")
     p.add_argument("--json", action="store_true", help="print one JSON object (outputs, stats, check)")
     p.add_argument("--trace", action="store_true", help="print every warp instruction as it issues (stderr)")
     p.add_argument(
         "--max-steps",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_MAX_STEPS,
         metavar="N",
-        help=f"stop a runaway kernel after N warp instructions (default {DEFAULT_MAX_STEPS:,})",
+        help=f"stop a runaway kernel after N warp instructions (a positive integer; default "
+        f"{DEFAULT_MAX_STEPS:,})",
     )
-    p.add_argument("--progress", action="store_true", help="show progress on stderr for long launches")
+    p.add_argument("--progress", action="store_true",
+                   help="show the stages (compile, model load, launch) with tokens and tokens/s on stderr "
+                   "(the default when stderr is a terminal; -q turns it off)")
     p.add_argument("--shape", default="test", choices=["test", "2b"],
                    help="--engine machine: the layer shape the machine is compiled into: the small test "
                    "shape (default) or Qwen3.5-2B's, whose MLPs also hold the multiplier (fewer tokens "
@@ -129,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object with every result")
     p.add_argument("--log", metavar="FILE",
                    help="append each kernel's row to FILE as a JSON line as soon as it is done (long sweeps)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
+    p.add_argument("--max-steps", type=_positive_int, default=DEFAULT_MAX_STEPS, metavar="N",
+                   help="stop a runaway kernel after N warp instructions (a positive integer)")
     _add_compile_flags(p)
 
     p = sub.add_parser("machine", help="the GPU compiled into the weights: limits, checkpoint, cache")
@@ -144,8 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "(compiler/configs/qwen3_5_2b_text.json)")
     q.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint folder")
     q.add_argument("--json", action="store_true")
-    q = msub.add_parser("cache", help="list the on-disk machine cache ($QWENGPU_CACHE/machine)")
-    q.add_argument("--clear", action="store_true", help="remove every entry")
+    q = msub.add_parser("cache", help="list the on-disk caches (machine checkpoints and PTX) in "
+                        "$QWENGPU_CACHE, else $XDG_CACHE_HOME/qwengpu, else ~/.cache/qwengpu")
+    q.add_argument("--clear", action="store_true",
+                   help="remove every machine entry and the PTX cache (asks first on a terminal)")
+    q.add_argument("-y", "--yes", action="store_true",
+                   help="--clear without asking (needed when not on a terminal)")
     q.add_argument("--json", action="store_true")
 
     p = sub.add_parser("hwcheck", help="compare every corpus kernel, bit for bit, with a real NVIDIA GPU")
@@ -161,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_build_parser(sub)
     add_verify_parser(sub)
+    _add_verbosity_everywhere(sub)
     return ap
 
 
@@ -183,49 +239,130 @@ def _cmd_ptx(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_printer(enabled: bool):
-    if not enabled:
-        return None
-    last = [0.0]
+class StageProgress:
+    """``rich`` progress on stderr: one line per stage (compile, model load, launch), each with its
+    elapsed time; the launch line counts tokens (model engines) or warp instructions (interpreter)
+    and its rate over the launch alone. Why: a model load of tens of seconds used to be silent and
+    counted into the launch's tokens/s."""
 
-    def show(stats) -> None:
-        now = time.perf_counter()
-        if now - last[0] > 0.5:
-            last[0] = now
-            rate = stats.warp_instructions / max(stats.seconds, 1e-9)
-            what = "tokens written" if stats.blocks == 0 else f"blocks {stats.blocks}  warp instructions"
-            print(
-                f"\r  {what} {stats.warp_instructions:,}  ({rate:,.1f}/s)",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+    def __init__(self, keep: bool = True) -> None:
+        """``keep=False``: the lines vanish when done (the terminal default; --progress keeps them)."""
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    return show
+        self.console = Console(stderr=True, highlight=False)
+        if not self.console.is_terminal:  # --progress into a pipe or a log: whole lines, no wrapping
+            self.console = Console(stderr=True, highlight=False, width=160)
+        self.bar = Progress(SpinnerColumn(finished_text="[green]done"), TextColumn("{task.description}"),
+                            TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=self.console,
+                            transient=not keep)
+        self.task = None
+        self.launch = None
+        self.name = ""
+        self.bar.start()
+
+    def stage(self, name: str) -> None:
+        """Finish the current stage and start ``name``."""
+        self._finish()
+        self.name = name
+        self.task = self.bar.add_task(name, total=None, detail="")
+        if name == "launch":
+            self.launch = self.task
+
+    def detail(self, text: str) -> None:
+        """Free text on the current stage's line (``layer 3/24 written``)."""
+        if self.task is not None:
+            self.bar.update(self.task, detail=text)
+
+    def update(self, stats) -> None:
+        """The launch's count so far (``stats.warp_instructions``: tokens when ``blocks == 0``)."""
+        if self.task is None:
+            return
+        unit = "tokens" if stats.blocks == 0 else "warp instructions"
+        rate = stats.warp_instructions / max(stats.seconds, 1e-9)
+        self.bar.update(self.task, detail=f"{stats.warp_instructions:,} {unit}, {rate:,.1f} {unit}/s")
+
+    def done(self, stats: dict | None = None) -> None:
+        """Close the stages; the launch line gets the engine's own count over its launch time."""
+        self._finish()
+        if stats and self.launch is not None:
+            if "tokens" in stats:
+                n, unit, sec = stats["tokens"], "tokens", stats.get("seconds", 0)
+            else:
+                n, unit, sec = stats.get("warp_instructions", 0), "warp instructions", stats.get("seconds", 0)
+            self.bar.update(self.launch, detail=f"{n:,} {unit}, {n / max(sec, 1e-9):,.1f} {unit}/s")
+        self.bar.stop()
+
+    def _finish(self) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, total=1, completed=1)
+            self.bar.stop_task(self.task)
+        self.task = None
+
+
+def _fast_kernels_installed() -> list[str]:
+    """The optional kernel packages transformers would switch Qwen3.5 to, when installed."""
+    import importlib.util
+
+    return [name for mod, name in (("fla", "flash-linear-attention"), ("causal_conv1d", "causal-conv1d"))
+            if importlib.util.find_spec(mod) is not None]
+
+
+def _want_progress(args: argparse.Namespace) -> bool:
+    """Progress on stderr when asked (--progress) or when stderr is a terminal, never with -q."""
+    if getattr(args, "verbosity", 0) < 0:
+        return False
+    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from qwengpu.runner import run_kernel
 
+    if args.engine == "interp" and (args.device is not None or args.dtype is not None):
+        from qwengpu.runner import refuse_device_dtype
+
+        refuse_device_dtype(args.device, args.dtype)
     trace = (lambda line: print(line, file=sys.stderr)) if args.trace else None
-    res = run_kernel(
-        args.kernel,
-        args.launch,
-        engine=args.engine,
-        arch=args.arch,
-        use_nvcc=args.nvcc,
-        max_steps=args.max_steps,
-        trace=trace,
-        progress=_progress_printer(args.progress),
-        model_dir=args.model,
-        runtime=args.runtime,
-        replay=args.replay,
-        device=args.device,
-        dtype=args.dtype,
-        shape=args.shape,
-    )
-    if args.progress:
-        print(file=sys.stderr)
+    quiet, verbose = args.verbosity < 0, args.verbosity > 0
+    bar = StageProgress(keep=args.progress) if _want_progress(args) and not args.trace else None
+    stages: list[tuple[str, float]] = []
+    res = None
+
+    def stage(name: str) -> None:
+        stages.append((name, time.perf_counter()))
+        if bar is not None:
+            bar.stage(name)
+
+    try:
+        res = run_kernel(
+            args.kernel,
+            args.launch,
+            engine=args.engine,
+            arch=args.arch,
+            use_nvcc=args.nvcc,
+            max_steps=args.max_steps,
+            trace=trace,
+            progress=bar.update if bar is not None else None,
+            model_dir=args.model,
+            runtime=args.runtime,
+            replay=args.replay,
+            device=args.device,
+            dtype=args.dtype,
+            shape=args.shape,
+            stage=stage,
+            machine_fit=args.engine == "interp",
+        )
+    finally:
+        if bar is not None:
+            bar.done(res.stats if res is not None else None)
+    if res.engine != "interp" and not quiet:
+        found = _fast_kernels_installed()
+        if found:
+            print(f"warning: {' and '.join(found)} installed: {FLA_CAVEAT}", file=sys.stderr)
+    limit = res.stats.get("machine_limit")
+    if limit and not quiet:
+        print(f"note: the machine in the weights would refuse this launch ({limit}); "
+              "--engine machine/model will not run it", file=sys.stderr)
     if args.json:
         print(json.dumps(res.as_json()))
     else:
@@ -240,13 +377,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if "tokens" in st:
             line += (
                 f"; the model wrote {st['tokens']:,} tokens after a {st['prompt_tokens']:,}-token prompt "
-                f"({st['runtime']} runtime)"
+                f"({st['runtime']} runtime, {st['tokens'] / max(st['seconds'], 1e-9):,.1f} tokens/s)"
             )
-        print(line)
-        if "chunked_replay" in st:
+        if not quiet:
+            print(line)
+        if verbose:
+            ends = [t for _, t in stages[1:]] + [time.perf_counter()]
+            for (name, t0), t1 in zip(stages, ends, strict=True):
+                print(f"  stage {name}: {t1 - t0:.3f} s")
+            print("  stats: " + json.dumps(st))
+            if res.engine != "interp":
+                print("  numerics: " + FLA_CAVEAT)
+        if "chunked_replay" in st and not quiet:
             print(f"chunked-path replay: {st['chunked_replay']} at every position "
                   f"({st['replay_tokens_per_second']:,} tokens/s)")
-        if res.approximate:
+        if res.approximate and not quiet:
             print(
                 f"note: uses approximate instructions ({', '.join(res.approximate)}); "
                 "their bits follow our documented model, not NVIDIA's unpublished hardware tables"
@@ -257,12 +402,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(f"check: PASS{tol}")
             else:
                 print("check: FAIL\n  " + "\n  ".join(res.mismatches))
-    return 0 if (not res.checked or res.passed) else 1
+    return ExitCode.OK if (not res.checked or res.passed) else ExitCode.MISMATCH
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from qwengpu.runner import corpus, run_kernel
 
+    if args.engine == "interp" and (getattr(args, "device", None) or getattr(args, "dtype", None)):
+        from qwengpu.errors import UsageError
+
+        raise UsageError("the interpreter takes neither --device nor --dtype (they place the model "
+                         "engines' forward pass)")
     one = Path(args.dir)
     if one.suffix == ".cu" and not one.is_dir():
         if not one.is_file() or not one.with_suffix(".json").is_file():
@@ -324,7 +474,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"\n{npass} passed, {failed} failed"
             + (f", {len(rows) - npass - failed} skipped" if len(rows) - npass - failed else "")
         )
-    return 1 if failed else 0
+    return ExitCode.MISMATCH if failed else ExitCode.OK
 
 
 def _machine_config(shape: str):
@@ -340,14 +490,24 @@ def _cmd_machine_build(args: argparse.Namespace) -> int:
 
     config = _machine_config(args.shape)
     t0 = time.perf_counter()
+    bar = StageProgress() if _want_progress(args) else None
 
     def note(msg: str) -> None:
-        print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+        if bar is not None:  # one line per stage; the layers count on the writing stage's line
+            if msg.startswith("layer ") and bar.task is not None:
+                bar.detail(msg)
+            else:
+                bar.stage(msg)
+        elif args.verbosity >= 0:
+            print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
     try:
         out = build_checkpoint(args.out, config, overwrite=args.overwrite, progress=note)
     except FitError as e:
         raise MachineLimitError(f"the machine does not fit the {args.shape} layer shape: {e}") from e
+    finally:
+        if bar is not None:
+            bar.done()
     seconds = time.perf_counter() - t0
     meta = read_machine_sidecar(out)
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
@@ -365,22 +525,50 @@ def _cmd_machine_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirm(question: str) -> bool:
+    """Ask on the terminal; anything but y/yes is no."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _cmd_machine_cache(args: argparse.Namespace) -> int:
+    from qwengpu.cuda.nvrtc import cache_dir as ptx_dir
+    from qwengpu.cuda.nvrtc import clear_ptx_cache, ptx_cache_usage
     from qwengpu.model.machine_checkpoint import cache_entries, cache_root, clear_cache
 
     root = cache_root()
-    rows = clear_cache() if args.clear else cache_entries()
+    rows = cache_entries()  # refuses a cache location that is not a folder
+    ptx_files, ptx_bytes = ptx_cache_usage()
+    total = sum(r["bytes"] for r in rows) + ptx_bytes
+    if args.clear and not args.yes:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise QwenGPUError(f"--clear removes {len(rows)} machine entries and {ptx_files} PTX files "
+                               f"({total / 1e9:.2f} GB) from {root.parent}: add --yes to confirm")
+        if not _confirm(f"remove {len(rows)} machine entries and {ptx_files} PTX files "
+                        f"({total / 1e9:.2f} GB) from {root.parent}?"):
+            print("nothing removed", file=sys.stderr)
+            return ExitCode.ERROR
+    if args.clear:
+        rows = clear_cache()
+        ptx_files, ptx_bytes = clear_ptx_cache()
     if args.json:
         print(json.dumps({"root": str(root), "entries": rows, "cleared": bool(args.clear),
-                          "bytes": sum(r["bytes"] for r in rows)}))
+                          "bytes": sum(r["bytes"] for r in rows),
+                          "ptx": {"path": str(ptx_dir()), "files": ptx_files, "bytes": ptx_bytes}}))
         return 0
     verb = "removed" if args.clear else "holds"
     print(f"{root} {verb} {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
           f"{sum(r['bytes'] for r in rows) / 1e9:.2f} GB")
     for r in rows:
         state = "" if r["complete"] else "  (incomplete: an interrupted or running build)"
-        print(f"  {r['version']:<20} {r['bytes'] / 1e9:7.2f} GB  hidden {r['hidden_size']}  "
+        sizes = (f"hidden {r['hidden_size']}, intermediate {r['intermediate_size']}, {r['layers']} layers"
+                 if r.get("hidden_size") else "sizes unknown")
+        print(f"  {r['version']:<20} {r['bytes'] / 1e9:7.2f} GB  shape {r['shape_name']:<6} ({sizes})  "
               f"last used {r['last_used']}{state}")
+    print(f"{ptx_dir()} {verb} {ptx_files} PTX file{'' if ptx_files == 1 else 's'}, {ptx_bytes / 1e6:.1f} MB")
     return 0
 
 
@@ -413,7 +601,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     print("soft*.py expand run as sequences of its ops; lg2, sin, cos and tanh.approx are refused):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
-    print("\na launch beyond a limit is refused with a message naming the limit (exit code 6)")
+    print(f"\na launch beyond a limit is refused with a message naming the limit (exit code "
+          f"{int(ExitCode.MACHINE_LIMIT)})")
     return 0
 
 
@@ -470,12 +659,34 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return cmd_verify(args)
 
 
+def _cmd_exit_codes(args: argparse.Namespace) -> int:
+    print("exit codes of every qwengpu command:")
+    print(exit_code_table())
+    return 0
+
+
+def _quiet_transformers(verbosity: int) -> None:
+    """transformers' repeated warnings (optional fast kernels it suggests, deprecations) are
+    silenced unless -v: qwengpu does not use those kernels on purpose (FLA_CAVEAT). Set before
+    transformers is imported, so it costs nothing where torch is never loaded."""
+    if verbosity > 0:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    import warnings
+
+    for cat in (FutureWarning, DeprecationWarning, UserWarning):
+        warnings.filterwarnings("ignore", category=cat, module=r"(transformers|torch)(\.|$)")
+    warnings.filterwarnings("ignore", message=r".*(causal_conv1d|causal-conv1d|flash-linear-attention).*")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd is None:
         ap.print_help()
-        return 2
+        return ExitCode.USAGE
+    _quiet_transformers(args.verbosity)
     handlers = {
         "ptx": _cmd_ptx,
         "run": _cmd_run,
@@ -488,21 +699,22 @@ def main(argv: list[str] | None = None) -> int:
         "kl": _cmd_kl,
         "build": _cmd_build,
         "verify": _cmd_verify,
+        "exit-codes": _cmd_exit_codes,
     }
     try:
-        return handlers[args.cmd](args)
+        return int(handlers[args.cmd](args))
     except QwenGPUError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return int(exc.exit_code)
     except ModuleNotFoundError as exc:
         err = missing_extra(exc)
         if err is None:
             raise
         print(f"error: {err}", file=sys.stderr)
-        return err.exit_code
+        return int(err.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return int(ExitCode.INTERRUPTED)
 
 
 if __name__ == "__main__":

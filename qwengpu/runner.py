@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from qwengpu.cuda import COMPILE_OPTIONS, DEFAULT_ARCH, compile_file
-from qwengpu.errors import LaunchSpecError, QwenGPUError
+from qwengpu.errors import LaunchSpecError, MachineLimitError, QwenGPUError, UsageError
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS, Interpreter, Stats, _find_kernel
 from qwengpu.spec import (
@@ -85,9 +85,11 @@ def run_kernel(
     model_dir: str | None = None,
     runtime: str = "fast",
     replay: bool = False,
-    device: str = "cpu",
-    dtype: str = "float32",
+    device: str | None = None,
+    dtype: str | None = None,
     shape: str = "test",
+    stage: Callable[[str], None] | None = None,
+    machine_fit: bool = False,
 ) -> RunResult:
     """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back.
 
@@ -95,18 +97,31 @@ def run_kernel(
     default) or ``2b`` (Qwen3.5-2B's layers, whose MLPs hold the multiplier: fewer tokens).
 
     ``replay`` (machine engine): also feed the finished trace back in one teacher-forced prefill
-    on the chunked path and check every position's argmax (``stats["chunked_replay"]``)."""
+    on the chunked path and check every position's argmax (``stats["chunked_replay"]``).
+
+    ``stage(name)`` hears each stage as it starts (``compile``, ``load ...``, ``launch``): the
+    ``progress`` counts and their rate are measured from the start of the launch stage, never
+    across a model load. ``device``/``dtype`` (None: cpu, float32) place the model engine's
+    forward; the interpreter refuses them (:class:`UsageError`) rather than ignore them.
+
+    ``machine_fit`` (interpreter): also lower the kernel for the machine in the weights and put,
+    in ``stats["machine_limit"]``, why the machine would refuse this launch (None: it fits)."""
     cu = Path(cu_path)
     if engine not in ENGINES:
         raise QwenGPUError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "interp" and (device not in (None, "cpu") or dtype not in (None, "float32")):
+        refuse_device_dtype(device, dtype)
+    if not cu.is_file():
+        what = "is a folder, not a CUDA file" if cu.is_dir() else "does not exist"
+        raise QwenGPUError(f"no kernel source: {cu} {what}")
     if spec_path is None:
         spec_path = default_spec_path(cu)
         if not Path(spec_path).exists():
             raise LaunchSpecError(f"no launch spec: {spec_path} does not exist (pass --launch SPEC.json)")
     spec = load_spec(spec_path)
-    if not cu.exists():
-        raise QwenGPUError(f"no such CUDA file: {cu}")
     source = cu.read_text()
+    if stage is not None:
+        stage("compile")
     ptx = compile_file(cu, arch=arch, use_nvcc=use_nvcc, options=COMPILE_OPTIONS)
     module = parse_ptx(ptx, source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
@@ -114,12 +129,15 @@ def run_kernel(
     if engine == "model":
         if replay:
             raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
-        return _run_on_model(cu, Path(spec_path), spec, model_dir, runtime, device, dtype, progress, trace,
-                             max_steps)
+        return _run_on_model(cu, Path(spec_path), spec, model_dir, runtime, device or "cpu",
+                             dtype or "float32", progress, trace, max_steps, stage)
     if engine == "machine":
-        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay, shape)
+        return _run_on_machine(cu, Path(spec_path), spec, runtime, progress, trace, max_steps, replay, shape,
+                               stage, (module, fn))
     if replay:
         raise QwenGPUError("--replay needs --engine machine (it replays the trace the model wrote)")
+    if stage is not None:
+        stage("launch")
     t0 = time.perf_counter()
     interp = Interpreter(module, fn.name, max_steps=max_steps, trace=trace)
     bound = bind(spec, interp.fn)
@@ -135,22 +153,109 @@ def run_kernel(
     sd = stats.as_dict()
     sd["seconds"] = round(time.perf_counter() - t0, 6)
     sd["warp_instructions_per_second"] = round(stats.warp_instructions / max(sd["seconds"], 1e-9))
+    if machine_fit:
+        if stage is not None:
+            stage("check the machine's limits")
+        reason = machine_limit_reason(module, fn, spec)
+        sd["machine_limit"] = reason.splitlines()[0] if reason else None
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
     result.mismatches = compare(spec, outputs)
     return result
+
+
+def refuse_device_dtype(device: str | None, dtype: str | None) -> None:
+    """The interpreter has no device or dtype to choose: asking for one is a usage error, not a
+    setting silently ignored (the CLI refuses any explicit --device/--dtype; the API the values
+    that would mean something else than the interpreter's CPU and exact 32-bit arithmetic)."""
+    given = " and ".join(f"--{k} {v}" for k, v in (("device", device), ("dtype", dtype)) if v is not None)
+    raise UsageError(f"{given}: the interpreter runs on the CPU in exact 32-bit arithmetic and takes "
+                     "neither --device nor --dtype (they place the model engines' forward pass)")
+
+
+def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
+    """Why the machine in the weights (the default, test-shape machine) would refuse this launch,
+    or None when it fits: the same lowering and limit checks as the machine engine's ``prepare``,
+    without a model (tens of milliseconds; None without the ``model`` extra). Why: the interpreter
+    runs launches the machine refuses; a user trying a kernel on it should hear before switching
+    engines."""
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softmem import buffers_end, lower_for_weights
+    from qwengpu.isa.sim import check_program_limits
+    from qwengpu.ptx.inline import inline_calls
+    from qwengpu.simt.memory import place_module_globals
+
+    if shape is None:
+        try:
+            from qwengpu.machine.circuit import MachineShape  # the circuit's module needs torch
+        except ModuleNotFoundError:  # no 'model' extra: no machine to refuse anything, no note
+            return None
+        shape = MachineShape()
+    opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd}
+    grid, block = tuple(spec.grid), tuple(spec.block)
+    nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    try:
+        if nthreads > shape.threads:
+            return f"the launch has {nthreads} threads per block; the machine has {shape.threads}"
+        if nblocks > shape.blocks:
+            return f"the launch has {nblocks} blocks; the machine runs at most {shape.blocks}"
+        lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
+        budget = shape.rom_rows
+        for _ in range(4):
+            prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
+                                          options=Options(budget=budget, **opts),
+                                          gmem_words=shape.gmem_words)
+            if len(prog.code) <= shape.rom_rows:
+                break
+            budget -= len(prog.code) - shape.rom_rows + 8
+        check_program_limits(prog)
+        if len(prog.code) > shape.rom_rows:
+            return (f"kernel {prog.name} needs {len(prog.code)} machine instructions; the machine holds "
+                    f"{shape.rom_rows}")
+        if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
+            return (f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates; "
+                    f"the machine has {shape.nregs} / {shape.npreds}")
+        bound = bind(spec, inline_calls(module, fn))
+        place_module_globals(bound.gmem, prog.layout.global_vars)
+        mem.check_arena(buffers_end(bound.gmem))
+        nwords = (len(bound.gmem.arena) + 3) // 4
+        if nwords > shape.gmem_words:
+            return (f"the launch needs {nwords} words of global memory (with guard gaps); the machine has "
+                    f"{shape.gmem_words}")
+    except MachineLimitError as exc:
+        return str(exc)
+    except QwenGPUError:  # e.g. an instruction the lowering refuses: the machine engine says which
+        return None
+    return None
 
 
 def _run_on_machine(
     cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None,
     replay: bool = False,
     shape: str = "test",
+    stage: Callable[[str], None] | None = None,
+    kernel=None,
 ) -> RunResult:
-    """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens."""
+    """The machine compiled into a stock Qwen3.5 model: every result comes from its argmax tokens.
+
+    ``kernel`` (parsed module, function): a launch beyond the machine's limits is refused from it
+    before the model is loaded (seconds, not a multi-GB load first)."""
+    from qwengpu.model.configs import shape_for
+    from qwengpu.runtime import engine as machine_engine
     from qwengpu.runtime.engine import machine_config, run_machine
 
     config = machine_config(shape)
+    if kernel is not None:
+        reason = machine_limit_reason(*kernel, spec, shape_for(config))
+        if reason:
+            raise MachineLimitError(reason)
 
     t0 = time.perf_counter()
+    if stage is not None:
+        stage(f"load the machine model ({shape} shape)")
+    _, model = machine_engine.machine_model(config)  # loaded once per process; not part of the rate
+    if stage is not None:
+        stage("launch")
     t_start = time.perf_counter()
 
     def tokens(n: int) -> None:  # the stock loop is slow: report tokens written and tokens/s
@@ -168,6 +273,7 @@ def _run_on_machine(
         max_tokens=max_tokens,
         interpret=lambda: run_kernel(cu, spec_path),
         config=config,
+        model=model,
     )
     stats = dict(run.stats)
     if replay:
@@ -193,7 +299,7 @@ def _run_on_machine(
 
 def _run_on_model(
     cu: Path, spec_path: Path, spec: LaunchSpec, model_dir: str | None, runtime: str, device: str,
-    dtype: str, progress=None, trace=None, max_steps=None,
+    dtype: str, progress=None, trace=None, max_steps=None, stage: Callable[[str], None] | None = None,
 ) -> RunResult:
     """The machine mounted in front of a Qwen3.5 (``qwengpu build``): a launch is its own sequence,
     every result read from the model's argmax tokens (mapped back from the mount's ids)."""
@@ -203,7 +309,11 @@ def _run_on_model(
     from qwengpu.runtime.mounted import mounted_model
 
     t0 = time.perf_counter()
+    if stage is not None:
+        stage(f"load the mount {model_dir}")
     mm = mounted_model(model_dir, runtime=runtime, device=device, dtype=dtype)
+    if stage is not None:
+        stage("launch")
     t_start = time.perf_counter()
 
     def tokens(n: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,14 @@ DOT_SRC = (
 )
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = ROOT, env: dict | None = None, stdin: str | None = None
+        ) -> subprocess.CompletedProcess:
+    """``python -m qwengpu.cli ARGS`` on this checkout's package, whatever ``cwd`` is."""
+    full = {**os.environ, **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [full.get("PYTHONPATH")])])
     return subprocess.run(
-        [sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "qwengpu.cli", *args], capture_output=True, text=True, cwd=cwd, env=full,
+        input=stdin,
     )
 
 
@@ -63,7 +69,7 @@ def test_check_dir_pass_and_fail(dot: Path, tmp_path: Path):
     bad = dict(DOT_SPEC, expected={"out": [31]})
     (tmp_path / "dot.json").write_text(json.dumps(bad))
     p = cli("check", str(tmp_path), "--engine", "interp")
-    assert p.returncode == 1 and "FAIL" in p.stdout and "out[0]: got 32.0" in p.stdout
+    assert p.returncode == 9 and "FAIL" in p.stdout and "out[0]: got 32.0" in p.stdout
     p = cli("check", str(tmp_path), "--json", "--engine", "interp")
     assert json.loads(p.stdout)["failed"] == 1
 
@@ -88,7 +94,7 @@ def test_bad_inputs_give_messages(tmp_path: Path, dot: Path):
         )
     )
     p = cli("run", str(tmp_path / "bad.cu"))
-    assert p.returncode == 2 and "bad.cu(2): error" in p.stderr
+    assert p.returncode == 11 and "bad.cu(2): error" in p.stderr
     _no_traceback(p)
     (tmp_path / "broken.json").write_text("{not json")
     p = cli("run", str(dot), "--launch", str(tmp_path / "broken.json"))
@@ -147,7 +153,7 @@ def test_ptx_and_help(dot: Path):
 
 def test_hwcheck_without_gpu_says_so():
     p = cli("hwcheck", "kernels")
-    assert p.returncode == 2
+    assert p.returncode == 12
     assert "GPU" in p.stderr or "driver" in p.stderr
     _no_traceback(p)
 
@@ -192,5 +198,5 @@ def test_ptx_flags(tmp_path: Path):
     fast = cli("ptx", "oob.cu", "--fast-math", "-X=-std=c++17", "-o", "out.ptx", cwd=tmp_path)
     assert fast.returncode == 0 and (tmp_path / "out.ptx").read_text().startswith("//")
     bad = cli("ptx", "oob.cu", "-X=--no-such-option", cwd=tmp_path)
-    assert bad.returncode == 2 and "unrecognized option --no-such-option" in bad.stderr
+    assert bad.returncode == 11 and "unrecognized option --no-such-option" in bad.stderr
     assert "Traceback" not in bad.stderr

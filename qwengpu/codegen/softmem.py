@@ -192,6 +192,11 @@ class MemPlan:
 
     def check_arena(self, arena_words: int) -> None:
         """Refuse a launch whose buffers overlap the machine's own regions."""
+        if arena_words > self.bottom and not self.regions():  # nothing of its own: memory itself is short
+            raise MachineLimitError(
+                f"the launch's buffers need {arena_words} words of global memory; the machine in the "
+                f"weights has {self.gmem_words}"
+            )
         if arena_words > self.bottom:
             raise MachineLimitError(
                 f"the launch's buffers need {arena_words} words of global memory, but the machine in "

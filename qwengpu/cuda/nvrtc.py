@@ -141,9 +141,37 @@ def _nvcc_compile(source: str, filename: str, options: list[str]) -> str:
 
 
 def cache_dir() -> Path:
-    """PTX cache folder (``$QWENGPU_CACHE`` or ``~/.cache/qwengpu``)/ptx."""
-    root = os.environ.get("QWENGPU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qwengpu")
-    return Path(root) / "ptx"
+    """PTX cache folder: :func:`qwengpu.paths.cache_home` / ptx (``$QWENGPU_CACHE``, else
+    ``$XDG_CACHE_HOME/qwengpu``, else ``~/.cache/qwengpu``)."""
+    from qwengpu.paths import cache_home
+
+    return cache_home() / "ptx"
+
+
+def ptx_cache_usage() -> tuple[int, int]:
+    """(files, bytes) of the PTX cache."""
+    d = cache_dir()
+    if not d.is_dir():
+        return 0, 0
+    files = [p for p in d.iterdir() if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def clear_ptx_cache() -> tuple[int, int]:
+    """Remove every cached PTX file (the cache refills itself); returns (files, bytes) removed."""
+    d = cache_dir()
+    n = size = 0
+    if not d.is_dir():
+        return 0, 0
+    for p in d.iterdir():
+        if p.is_file() and p.suffix in (".ptx", ".tmp"):
+            try:
+                st = p.stat().st_size
+                p.unlink()
+            except OSError:
+                continue
+            n, size = n + 1, size + st
+    return n, size
 
 
 def compile_cuda(

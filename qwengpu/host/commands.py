@@ -13,7 +13,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from qwengpu.errors import QwenGPUError
+from qwengpu.errors import CheckpointError, QwenGPUError
+
+NO_MODEL = (
+    "{cmd} needs --model DIR, the Qwen3.5 chat checkpoint that writes the kernel and the answer: pass "
+    "--model DIR (a mount from `qwengpu build` also runs the launch inside itself), or, without a model, "
+    "--replies FILE to replay fixed replies (a JSON list of reply strings) with --engine interp or "
+    "--engine machine"
+)
 
 ASK_EPILOG = """how it works:
   Qwen gets the question, a system prompt (the NVRTC dialect, the machine's limits, the launch
@@ -29,7 +36,13 @@ examples:
   qwengpu ask "..." --model DIR --engine interp      # dry run: the kernel on the reference interpreter
   qwengpu ask "..." --model DIR --no-gpu             # the same model without the tool, for comparison
   qwengpu ask "..." --model DIR --json               # one JSON object: attempts, kernels, outputs, answer
-  qwengpu ask "..." --replies replies.json           # replay fixed replies (tests, demos; no model)
+  qwengpu ask "What is 6 * 7?" --replies replies.json --engine interp
+      # no model: replay fixed replies (tests, demos); replies.json is a JSON list of reply
+      # strings, {values} in a reply is filled with the launch's outputs; the kernel runs on the
+      # interpreter (--engine machine: in the standalone machine model)
+
+without --model there is no Qwen to write the kernel: pass --model DIR (a Qwen3.5 chat checkpoint;
+a mount from `qwengpu build` also runs the launch inside itself), or --replies FILE as above.
 """
 
 EVAL_EPILOG = """scoring: the number(s) on the final answer's last "Answer:" line are compared with the
@@ -153,19 +166,31 @@ def _threads() -> None:
         torch.set_num_threads(int(n))
 
 
+def _check_model_dir(model: str | None) -> None:
+    """A ``--model`` that is not a model folder is a checkpoint fault (exit 7), as in ``run`` and
+    ``verify``; said before anything is loaded."""
+    if model is None:
+        return
+    m = Path(model)
+    if not m.is_dir():
+        raise CheckpointError(f"{model}: not a model folder (no such folder)")
+    if not (m / "config.json").is_file():
+        raise CheckpointError(f"{model}: not a model folder (no config.json)")
+
+
 def _check_engine(engine: str, model: str | None) -> None:
     """``--engine model`` needs a mounted checkpoint: the launch runs inside it."""
     if engine != "model":
         return
     if not model:
         raise QwenGPUError(
-            "--engine model runs the launch inside the mounted checkpoint: pass --model DIR "
-            "(or --engine machine / --engine interp)"
+            "--engine model runs the launch inside the mounted checkpoint given by --model DIR; "
+            "with --replies and no model, use --engine interp or --engine machine"
         )
     from qwengpu.host.repliers import is_mount
 
     if Path(model).is_dir() and not is_mount(model):
-        raise QwenGPUError(
+        raise CheckpointError(
             f"{model} is not a mounted checkpoint (no qwengpu_mount.json; make one with "
             "`qwengpu build`): use --engine machine to run kernels on the standalone machine"
         )
@@ -207,11 +232,48 @@ def _replier(args, model, tok, replies: list[str] | None):
     return ModelReplier(model, tok, max_new_tokens=args.max_new_tokens)
 
 
+def _check_out(path: str | None) -> None:
+    """``--out FILE`` must be writable before a long evaluation starts, not found unwritable after."""
+    if path is None:
+        return
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise QwenGPUError(f"--out {path}: is a folder; give a file name")
+    if not parent.is_dir():
+        raise QwenGPUError(f"--out {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise QwenGPUError(f"--out {path}: the folder {parent} is not writable")
+
+
+def _write_json(path: str, obj: dict) -> None:
+    """Write ``obj`` to ``path`` atomically (a temporary file beside it, then a rename), with the
+    mode a plain open() would give (mkstemp's files are private)."""
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as e:
+        raise QwenGPUError(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, out)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise QwenGPUError(f"cannot write {path}: {e.strerror}") from None
+
+
 def _check_args(args) -> None:
     if args.retries < 0:
         raise QwenGPUError("--retries must be 0 or more")
     if args.max_new_tokens < 1 or args.max_steps < 1:
-        raise QwenGPUError("--max-new-tokens and --max-steps must be positive")
+        from qwengpu.errors import UsageError
+
+        raise UsageError("--max-new-tokens and --max-steps must be positive integers")
 
 
 def cmd_ask(args) -> int:
@@ -223,7 +285,10 @@ def cmd_ask(args) -> int:
         raise QwenGPUError("the question is empty")
     mode = "no-gpu" if args.no_gpu else "gpu"
     replies = _ask_replies(args.replies, mode)
-    launcher = _launcher(args)
+    if replies is None and not args.model:
+        raise QwenGPUError(NO_MODEL.format(cmd="ask"))
+    launcher = _launcher(args)  # a folder that is not a mount: said first, with how to make one
+    _check_model_dir(args.model)
     _threads()
     model, tok = _load_model(args)
     replier = _replier(args, model, tok, replies)
@@ -257,7 +322,10 @@ def cmd_chat(args) -> int:
     _check_args(args)
     mode = "no-gpu" if args.no_gpu else "gpu"
     replies = _ask_replies(args.replies, mode)
-    launcher = _launcher(args)
+    if replies is None and not args.model:
+        raise QwenGPUError(NO_MODEL.format(cmd="chat"))
+    launcher = _launcher(args)  # a folder that is not a mount: said first, with how to make one
+    _check_model_dir(args.model)
     _threads()
     model, tok = _load_model(args)
     replier = _replier(args, model, tok, replies)
@@ -304,6 +372,7 @@ def cmd_eval(args) -> int:
     from qwengpu.host.session import Session
 
     _check_args(args)
+    _check_out(args.out)  # before the evaluation runs, not after
     qs = load_questions(args.dir)
     if args.k:
         qs = [q for q in qs if args.k in q["id"]]
@@ -319,9 +388,11 @@ def cmd_eval(args) -> int:
         raise QwenGPUError(f"--modes takes gpu and/or no-gpu, not {', '.join(bad) or 'nothing'}")
     replies = load_replies(args.replies) if args.replies else None
     if replies is None and not args.model:
-        raise QwenGPUError("eval needs --model DIR (or --replies FILE for a scripted run)")
+        raise QwenGPUError(NO_MODEL.format(cmd="eval").replace("(a JSON list of reply strings)",
+                                                            "(bench/advanced/reference_replies.json)"))
     if "gpu" in modes:
         _check_engine(args.engine, args.model)
+    _check_model_dir(args.model)
     _threads()
     model, tok = _load_model(args)
 
@@ -341,7 +412,7 @@ def cmd_eval(args) -> int:
         return Session(rep, launcher, retries=args.retries)
 
     def show(r: dict) -> None:
-        if args.json:
+        if args.json or getattr(args, "verbosity", 0) < 0:  # -q: the summary only
             return
         mark = "right" if r["correct"] else ("ERROR" if r["error"] else "wrong")
         extra = r["error"] or f"read {r['read']}, true {r['expected']}"
@@ -358,11 +429,7 @@ def cmd_eval(args) -> int:
     res["model"] = args.model
     res["replies"] = args.replies
     if args.out:
-        out = Path(args.out)
-        fd, tmp = tempfile.mkstemp(dir=out.parent if str(out.parent) else ".", prefix=out.name + ".")
-        with os.fdopen(fd, "w") as f:
-            json.dump(res, f)
-        os.replace(tmp, out)
+        _write_json(args.out, res)
     if args.json:
         print(json.dumps(res))
         return 0

@@ -3,7 +3,8 @@
 For users who have a GPU: the same PTX the interpreter runs is JIT-loaded through the CUDA
 driver API (``cuda-bindings``, the ``hw`` extra), launched with the same spec, and every output
 bit is compared with the interpreter's. Kernels flagged approximate are reported separately,
-since their hardware bits are not public. Without a GPU or driver it says so and exits 2.
+since their hardware bits are not public. Without a GPU or driver it says so and exits 12
+(``ExitCode.NO_GPU``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from qwengpu.cuda import DEFAULT_ARCH, compile_file
-from qwengpu.errors import QwenGPUError
+from qwengpu.errors import ExitCode, QwenGPUError
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runner import COMPILE_OPTIONS, corpus, run_kernel
 from qwengpu.simt.interp import _find_kernel
 from qwengpu.spec import ELEM_TYPES, _bits, bind, load_spec
 
-NO_GPU_EXIT = 2
+NO_GPU_EXIT = ExitCode.NO_GPU
 
 
 class NoGPU(QwenGPUError):

@@ -117,12 +117,14 @@ def compiler_version(config=None, shape: MachineShape | None = None) -> str:
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """Folder of the machine cache: ``cache_dir``, else ``$QWENGPU_CACHE/machine``, else
-    ``~/.cache/qwengpu/machine``; each entry is a subfolder named by :func:`compiler_version`."""
+    """Folder of the machine cache: ``cache_dir``, else :func:`qwengpu.paths.cache_home` / machine
+    (``$QWENGPU_CACHE``, else ``$XDG_CACHE_HOME/qwengpu``, else ``~/.cache/qwengpu``); each entry is
+    a subfolder named by :func:`compiler_version`."""
     if cache_dir is not None:
         return Path(cache_dir)
-    root = os.environ.get("QWENGPU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qwengpu")
-    return Path(root) / "machine"
+    from qwengpu.paths import cache_home
+
+    return cache_home() / "machine"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +168,17 @@ def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) ->
             hf_logging.enable_progress_bar()
 
 
+def _umask_modes(folder: Path) -> None:
+    """Give every file of ``folder`` the mode a plain ``open()`` would (0666 less the umask, 0644
+    typically): the safetensors writer's temporary files are created 0600, and a cache or a
+    checkpoint folder others should read must not stay private by accident."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in folder.iterdir():
+        if p.is_file():
+            os.chmod(p, 0o666 & ~mask)
+
+
 def _publish(out: Path, overwrite: bool, fill: Callable[[Path], dict[str, Any]]) -> Path:
     """``fill(tmp)`` writes the checkpoint into a temporary folder beside ``out`` and returns the
     machine record; the record is added and the folder renamed to ``out`` (nothing half-written)."""
@@ -173,6 +186,7 @@ def _publish(out: Path, overwrite: bool, fill: Callable[[Path], dict[str, Any]])
     tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex}"
     try:
         meta = fill(tmp)
+        _umask_modes(tmp)
         side = tmp / MACHINE_SIDECAR
         side.write_text(json.dumps(meta, indent=1))
         _fsync(side)
@@ -361,10 +375,33 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _shape_name(meta: dict[str, Any]) -> str:
+    """``test`` or ``2b`` when the entry's layer config is one of the named machine shapes
+    (``run --shape``), else ``custom``."""
+    want = meta.get("config")
+    if not want:
+        return "unknown"
+    if want == _config_dict(test_config()):
+        return "test"
+    try:
+        from qwengpu.compiler import text_config
+
+        if want == _config_dict(text_config("qwen3_5_2b_text")):
+            return "2b"
+    except (OSError, ValueError):  # pragma: no cover - the packaged config is missing
+        pass
+    return "custom"
+
+
 def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every entry of the cache, most recently used first: version, path, bytes, complete, shape,
-    last use; leftovers of interrupted builds (hidden temporary folders) are listed as incomplete."""
+    """Every entry of the cache, most recently used first: version, path, bytes, complete, shape
+    (``test``/``2b``/``custom``), layer sizes, last use; leftovers of interrupted builds (hidden
+    temporary folders) are listed as incomplete. A cache location that is not a folder is refused
+    (:class:`qwengpu.paths.CacheLocationError`, an ``OSError`` too)."""
+    from qwengpu.paths import check_folder
+
     root = cache_root(cache_dir)
+    check_folder(root)
     if not root.is_dir():
         return []
     rows = []
@@ -380,9 +417,12 @@ def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
             size = _size(p)
         except OSError:  # removed meanwhile (another process pruning or renaming)
             continue
+        cfg = meta.get("config", {})
         rows.append({"version": p.name, "path": str(p), "bytes": size,
                      "complete": bool(meta) and not p.name.startswith("."),
-                     "shape": meta.get("shape"), "hidden_size": meta.get("config", {}).get("hidden_size"),
+                     "shape": meta.get("shape"), "shape_name": _shape_name(meta),
+                     "hidden_size": cfg.get("hidden_size"), "intermediate_size": cfg.get("intermediate_size"),
+                     "layers": cfg.get("num_hidden_layers"),
                      "last_used": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(used)), "used_at": used})
     rows.sort(key=lambda r: -r["used_at"])
     return rows
@@ -405,7 +445,8 @@ def prune(cache_dir: str | Path | None = None, keep: int = KEEP_ENTRIES,
 
 
 def clear_cache(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
-    """Remove every entry (and leftover temporary folder); returns what was removed."""
+    """Remove every entry (and leftover temporary folder); returns what was removed. The PTX cache
+    is :func:`qwengpu.cuda.nvrtc.clear_ptx_cache` (``qwengpu machine cache --clear`` clears both)."""
     rows = cache_entries(cache_dir)
     for r in rows:
         shutil.rmtree(r["path"], ignore_errors=True)

@@ -335,6 +335,6 @@ def test_cli_cache_lists_and_clears(tmp_path):
     out = json.loads(p.stdout)
     assert out["root"] == str(root) and [e["version"] for e in out["entries"]] == [entry.name]
     assert out["entries"][0]["bytes"] > 1000 and out["entries"][0]["complete"]
-    p = _cli("machine", "cache", "--clear", cache_dir=tmp_path)
+    p = _cli("machine", "cache", "--clear", "--yes", cache_dir=tmp_path)
     assert p.returncode == 0 and entry.name in p.stdout and "removed 1 entry" in p.stdout
     assert not entry.exists()
