@@ -3,8 +3,10 @@
 For every position of a text, KL(base ‖ mounted) = Σ_b p_b (log p_b − log q_b), summed over the
 base's V vocabulary positions, with q the mounted model's softmax over *all* its tokens (V + the
 machine's): any probability the mounted model puts on machine tokens is missing from q_b and
-counts against it. Logits come from the stock ``transformers`` forward (float32 weights; the base
-optionally in bfloat16, as most users run it) and are turned into log-probabilities in float64.
+counts against it. Logits come from the stock ``transformers`` forward (each side in float32 or
+bfloat16: ``--base-dtype``, ``--dtype``) and are turned into log-probabilities in float64. The
+mounted side must be a mount (its ``qwengpu_mount.json``) of this very base (the config hash the
+build recorded): a plain checkpoint against itself would print KL 0 and prove nothing.
 
 Two paths, because a mount must be exact on both: ``prefill`` (one forward over the whole text:
 the chunked Gated DeltaNet rule) and ``decode`` (one token at a time through the cache: the
@@ -29,6 +31,7 @@ from qwengpu.errors import QwenGPUError
 
 PATHS = ("prefill", "decode")
 BASE_DTYPES = ("float32", "bfloat16")
+MODEL_DTYPES = ("float32", "bfloat16")  # float16 is refused: the mount's flag gain 2^80 overflows it
 # Tensors the causal-LM loader drops (vLLM/official extras): never loaded, never counted.
 _IGNORED_PREFIXES = ("mtp.", "model.visual.")
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
@@ -168,12 +171,12 @@ def available_bytes(device: str) -> int:
 
 
 def estimate(base: Path, model: Path, tokens: int, base_dtype: str, paths: tuple[str, ...],
-             device: str) -> Estimate:
+             device: str, model_dtype: str = "float32") -> Estimate:
     """Weights of both models in their run dtypes plus the largest activations (the prefill
     logits in float32 and their float64 copies, processed in blocks) and a margin for the rest."""
     bt, mt = _text_config(base), _text_config(model)
     base_w = checkpoint_elements(base) * (2 if base_dtype == "bfloat16" else 4)
-    model_w = checkpoint_elements(model) * 4
+    model_w = checkpoint_elements(model) * (2 if model_dtype == "bfloat16" else 4)
     vb, vm = bt["vocab_size"], mt["vocab_size"]
     rows = tokens if "prefill" in paths else 1
     logits = rows * (vb + vm) * 4
@@ -185,27 +188,59 @@ def estimate(base: Path, model: Path, tokens: int, base_dtype: str, paths: tuple
     return Estimate(base_w, model_w, logits + block + acts + margin, available_bytes(device), device)
 
 
-def _progress(enabled: bool, label: str, total: int) -> Callable[[int], None]:
-    """A progress line on stderr: rewritten in place on a terminal (twice a second at most), one
-    line every ten seconds otherwise (logs stay readable)."""
-    tty = sys.stderr.isatty()
-    every = 0.5 if tty else 10.0
-    last = [time.monotonic()]
+def _clock_text(s: float) -> str:
+    s = max(0, int(round(s)))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
-    def show(done: int) -> None:
-        if not enabled:
-            return
-        now = time.monotonic()
-        if done < total and now - last[0] < every:
-            return
-        last[0] = now
-        msg = f"kl {label}: {done}/{total} tokens"
-        if tty:
-            print("\r" + msg, end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+class Progress:
+    """kl's progress on stderr: each stage (loading either model, each path) as it starts, with the
+    time since the command began; on the token loop, tokens done of total, tokens/s and the time
+    left. The rate counts only the path's own compute (its clock starts when the path starts,
+    after both models are loaded), so a long load does not make decoding look slow. Rewritten in
+    place on a terminal (at most twice a second), one line every ten seconds otherwise."""
+
+    def __init__(self, enabled: bool = True, stream=None, clock: Callable[[], float] = time.monotonic,
+                 every: float | None = None) -> None:
+        self.enabled, self.stream, self.clock = enabled, stream if stream is not None else sys.stderr, clock
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every if every is not None else (0.5 if self.tty else 10.0)
+        self.t_begin = clock()
+        self.label, self.total, self.t0, self.last = "", 0, self.t_begin, -math.inf
+
+    def _print(self, msg: str, final: bool = True) -> None:
+        if self.tty:
+            print("\r\x1b[K" + msg, end="\n" if final else "", file=self.stream, flush=True)
         else:
-            print(msg, file=sys.stderr, flush=True)
+            print(msg, file=self.stream, flush=True)
 
-    return show
+    def stage(self, msg: str) -> None:
+        """A new stage (one line)."""
+        if self.enabled:
+            self._print(f"kl [{_clock_text(self.clock() - self.t_begin)}] {msg}")
+
+    def start(self, label: str, total: int) -> None:
+        """A path begins: its token count, and the clock its rate is measured by."""
+        self.label, self.total, self.t0, self.last = label, total, self.clock(), -math.inf
+        self.stage(f"{label}: {total} tokens")
+
+    def rate(self, done: int) -> float:
+        """Tokens per second of the current path so far (its own compute only)."""
+        dt = self.clock() - self.t0
+        return done / dt if dt > 0 else 0.0
+
+    def tokens(self, done: int) -> None:
+        """``done`` of the path's tokens are through both models."""
+        if not self.enabled:
+            return
+        now = self.clock()
+        if done < self.total and now - self.last < self.every:
+            return
+        self.last = now
+        r = self.rate(done)
+        left = f", {_clock_text((self.total - done) / r)} left" if r > 0 and done < self.total else ""
+        self._print(f"kl {self.label}: {done}/{self.total} tokens, {r:.2f} tokens/s{left}",
+                    final=done >= self.total)
 
 
 def _quiet_transformers() -> None:
@@ -288,13 +323,24 @@ def compute_kl(
     max_tokens: int | None = 512,
     paths: tuple[str, ...] = PATHS,
     base_dtype: str = "float32",
+    dtype: str = "float32",
     device: str = "cpu",
-    progress: bool = False,
+    progress: bool | Progress = False,
+    require_mount: bool = False,
 ) -> dict:
-    """KL(base ‖ model) per token on each path; see the module docstring. Returns a JSON-able dict."""
+    """KL(base ‖ model) per token on each path; see the module docstring. Returns a JSON-able dict.
+
+    ``dtype``: the mounted side's (float32 or bfloat16). ``require_mount`` (the command sets it):
+    refuse a ``model`` that is not a mount of ``base``; off, any two checkpoints of one vocabulary
+    compare (the tests' base-against-itself controls)."""
     import torch
 
     base, model, text_file = Path(base), Path(model), Path(text_file)
+    if dtype == "float16":
+        raise QwenGPUError("--dtype float16 is not supported: the mount's final norm holds a gain of 2^80 in "
+                           "its flag dim, far beyond float16's range (65504); use bfloat16 or float32")
+    if dtype not in MODEL_DTYPES:
+        raise QwenGPUError(f"unknown dtype {dtype!r} for the mounted model (expected float32 or bfloat16)")
     for p in paths:
         if p not in PATHS:
             raise QwenGPUError(f"unknown path {p!r} (expected prefill, decode or both)")
@@ -314,16 +360,21 @@ def compute_kl(
             f"{model} has a vocabulary of {vm}, smaller than the base's {vocab}: not a mount of it"
         )
     ids, full = read_text_tokens(base, text_file, max_tokens)
-    est = estimate(base, model, len(ids), base_dtype, paths, device)
+    if require_mount:
+        check_is_mount_of(base, model)
+    est = estimate(base, model, len(ids), base_dtype, paths, device, dtype)
     if est.total > est.available:
         raise QwenGPUError(
             f"not enough memory on {device}: the base needs {_gib(est.base_weights)} ({base_dtype}), "
-            f"the mounted model {_gib(est.model_weights)} (float32), activations for {len(ids)} tokens "
+            f"the mounted model {_gib(est.model_weights)} ({dtype}), activations for {len(ids)} tokens "
             f"about {_gib(est.activations)}; {_gib(est.total)} in all, {_gib(est.available)} available "
             "(try --max-tokens, --path decode, --base-dtype bfloat16 or a larger machine)"
         )
+    show = progress if isinstance(progress, Progress) else Progress(bool(progress))
+    show.stage(f"loading the base {base} ({base_dtype})")
     bm = _load(base, base_dtype, device)
-    mm = _load(model, "float32", device)
+    show.stage(f"loading the mounted model {model} ({dtype})")
+    mm = _load(model, dtype, device)
     if mm.config.vocab_size != vm or bm.config.vocab_size != vocab:
         raise QwenGPUError("the loaded vocabulary sizes differ from config.json")
     out: dict = {
@@ -331,7 +382,7 @@ def compute_kl(
         "model": str(model),
         "text": str(text_file),
         "base_dtype": base_dtype,
-        "model_dtype": "float32",
+        "model_dtype": dtype,
         "device": device,
         "base_vocab": vocab,
         "model_vocab": vm,
@@ -340,16 +391,41 @@ def compute_kl(
         "estimate_bytes": {k: v for k, v in asdict(est).items() if k != "notes"} | {"total": est.total},
         "paths": {},
     }
-    out["paths"] = kl_of_models(bm, mm, ids, vocab, paths=paths, progress=progress)
+    out["paths"] = kl_of_models(bm, mm, ids, vocab, paths=paths, progress=show)
     return out
 
 
+def check_is_mount_of(base: Path, model: Path) -> None:
+    """Refuse a ``model`` folder that is not a ``qwengpu build`` mount of ``base`` (by its sidecar,
+    its token offset and the base config hash the build recorded)."""
+    from qwengpu.model.mount import MountError, config_hash, read_mount_sidecar
+
+    try:
+        rec = read_mount_sidecar(model)
+    except MountError:
+        raise QwenGPUError(f"{model} is not a qwengpu mount (no valid qwengpu_mount.json): `qwengpu kl` "
+                           "measures a mount against its base; build one with `qwengpu build --base BASE "
+                           "--out DIR` (a plain checkpoint against itself would only print KL 0)") from None
+    vocab = _text_config(base)["vocab_size"]
+    if rec.get("token_offset") != vocab:
+        raise QwenGPUError(f"{model} was mounted on a base with {rec.get('token_offset')} tokens, {base} has "
+                           f"{vocab}: not its base")
+    try:
+        cfg = json.loads((base / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise QwenGPUError(f"{base / 'config.json'}: unreadable ({exc})") from None
+    if config_hash(cfg) != rec.get("base_config_sha256"):
+        raise QwenGPUError(f"{base}: its config.json is not the one {model} was built from (pass the base "
+                           "the mount was built from)")
+
+
 def kl_of_models(base_model, mounted_model, ids: list[int], vocab: int, *, paths: tuple[str, ...] = PATHS,
-                 progress: bool = False) -> dict[str, dict]:
+                 progress: bool | Progress = False) -> dict[str, dict]:
     """KL(base ‖ mounted) statistics of already loaded models on token ids, per path (for scripts
     that hold the models anyway, e.g. bench/device)."""
     import torch
 
+    show = progress if isinstance(progress, Progress) else Progress(bool(progress))
     dev = next(mounted_model.parameters()).device
     x = torch.tensor([ids], device=dev)
     res: dict[str, dict] = {}
@@ -357,11 +433,12 @@ def kl_of_models(base_model, mounted_model, ids: list[int], vocab: int, *, paths
         if p not in PATHS:
             raise QwenGPUError(f"unknown path {p!r} (expected prefill, decode or both)")
         st = PathStats()
+        show.start(p, len(ids))
         if p == "prefill":
             _prefill(base_model, mounted_model, x, vocab, st)
+            show.tokens(len(ids))
         else:
-            show = _progress(progress and len(ids) > 32, "decode", len(ids))
-            _decode(base_model, mounted_model, x, vocab, st, show)
+            _decode(base_model, mounted_model, x, vocab, st, show.tokens)
         res[p] = st.summary()
     return res
 
@@ -372,14 +449,17 @@ def format_report(r: dict) -> str:
     lines = [
         f"KL(base ‖ mounted) over the base's {r['base_vocab']} tokens "
         f"(mounted vocabulary {r['model_vocab']}), {r['tokens']} tokens of {r['text']}{cut}",
-        f"base {r['base_dtype']}, mounted {r['model_dtype']}, on {r['device']}",
+        f"base {r['base_dtype']}, mounted {r['model_dtype']}, on {r['device']}; tokens/s counts each path's "
+        "compute (both models), not the loading",
         f"{'path':<8} {'tokens':>7} {'mean KL':>11} {'max KL':>11} {'top-1':>8} {'machine mass':>13} "
-        f"{'s':>8}",
+        f"{'s':>8} {'tokens/s':>9}",
     ]
     for name, s in r["paths"].items():
+        rate = s["tokens"] / s["seconds"] if s["seconds"] > 0 else 0.0
         lines.append(
             f"{name:<8} {s['tokens']:>7} {s['mean_kl']:>11.3e} {s['max_kl']:>11.3e} "
-            f"{100 * s['top1_agreement']:>7.2f}% {s['max_machine_mass']:>13.3e} {s['seconds']:>8.2f}"
+            f"{100 * s['top1_agreement']:>7.2f}% {s['max_machine_mass']:>13.3e} {s['seconds']:>8.2f} "
+            f"{rate:>9.2f}"
         )
     return "\n".join(lines)
 
@@ -398,7 +478,10 @@ def add_parser(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=512, help="use the first N tokens (default 512)")
     p.add_argument("--path", choices=["prefill", "decode", "both"], default="both")
     p.add_argument("--base-dtype", choices=BASE_DTYPES, default="float32",
-                   help="dtype the base runs in (the mounted model always runs in float32)")
+                   help="dtype the base runs in (default float32)")
+    p.add_argument("--dtype", default="float32", metavar="{float32,bfloat16}",
+                   help="dtype the mounted model runs in (default float32; float16 is refused: the mount's "
+                   "flag gain 2^80 overflows it)")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
 
 
@@ -411,6 +494,7 @@ def cmd_kl(args: argparse.Namespace) -> int:
         torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"] or 1)))
     paths = PATHS if args.path == "both" else (args.path,)
     r = compute_kl(args.base, args.model, args.text, max_tokens=args.max_tokens, paths=paths,
-                   base_dtype=args.base_dtype, device=args.device, progress=True)
+                   base_dtype=args.base_dtype, dtype=args.dtype, device=args.device,
+                   progress=Progress(True), require_mount=True)
     print(json.dumps(r, indent=2) if args.json else format_report(r))
     return 0

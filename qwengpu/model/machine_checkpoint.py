@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import sys
 import time
 import uuid
@@ -265,14 +266,16 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
 
     def fill(tmp: Path) -> dict[str, Any]:
         tmp.mkdir()
-        ShardWriter(tmp / "model.safetensors", tensors).write_all()
+        sums = ShardWriter(tmp / "model.safetensors", tensors).write_all()
         held.clear()
         cfg.save_pretrained(tmp)
         GenerationConfig.from_model_config(cfg).save_pretrained(tmp)
         write_sidecar(tmp, compiled, "float32")
         for p in tmp.iterdir():
             _fsync(p)
-        return _meta(version, config, shape, time.perf_counter() - t0)
+        meta = _meta(version, config, shape, time.perf_counter() - t0)
+        meta[TENSOR_SUMS] = sums  # per tensor: a damaged entry is then refused by name (check_entry)
+        return meta
 
     _note(progress, f"writing the weights ({compiled.n_layers} layers, one at a time)")
     return _publish(Path(out), overwrite, fill)
@@ -312,6 +315,131 @@ def read_machine_sidecar(path: str | Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != MACHINE_FORMAT:
         raise CheckpointError(f"{side}: not a {MACHINE_FORMAT} record")
     return meta
+
+
+TENSOR_SUMS = "tensor_sha256"  # the machine record's SHA-256 of every tensor's bytes
+_CHECKED: set[tuple] = set()  # entries this process has checked (path, files' size/mtime/inode)
+
+
+class MachineCacheError(CheckpointError):
+    """A machine cache entry whose bytes differ from the SHA-256s recorded when it was written."""
+
+
+def _remedy(entry: Path) -> str:
+    return (f"clear it with `qwengpu machine cache --clear` (or delete {entry}) and rerun: the machine "
+            "is then rebuilt from the circuit")
+
+
+def _hash_file(path: Path, progress: Progress = None,
+               recorded: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """(SHA-256 of the whole file, SHA-256 of each tensor's bytes) of a safetensors file, in one
+    sequential pass (the per-tensor sums name a damaged tensor; the file's is what was recorded).
+    A tensor whose sum differs from ``recorded`` stops the pass at once (refused by name)."""
+    step = 1 << 26
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise MachineCacheError(f"{path}: truncated ({size} bytes)")
+            (n,) = struct.unpack("<Q", head)
+            hb = f.read(min(n, 1 << 30))
+            try:
+                header = json.loads(hb)
+            except ValueError:
+                raise MachineCacheError(f"{path}: its safetensors header is unreadable (damaged); "
+                                        f"{_remedy(path.parent)}") from None
+            whole = hashlib.sha256(head)
+            whole.update(hb)
+            spans = sorted((int(v["data_offsets"][0]), int(v["data_offsets"][1]), k)
+                           for k, v in header.items() if k != "__metadata__")
+            sums = {k: hashlib.sha256() for _, _, k in spans}
+            pos, i, shown = 0, 0, 0
+            while buf := f.read(step):
+                whole.update(buf)
+                view, end = memoryview(buf), pos + len(buf)
+                while i < len(spans) and spans[i][0] < end:
+                    lo, hi, k = spans[i]
+                    a, b = max(lo, pos), min(hi, end)
+                    if b > a:
+                        sums[k].update(view[a - pos:b - pos])
+                    if hi > end:
+                        break
+                    i += 1
+                    if recorded and k in recorded and sums[k].hexdigest() != recorded[k]:
+                        raise MachineCacheError(f"machine cache entry {path.parent} is damaged: tensor {k} "
+                                                f"differs from its recorded SHA-256; {_remedy(path.parent)}")
+                pos = end
+                if progress is not None and pos - shown >= 1 << 30:
+                    shown = pos
+                    progress(f"checking the machine cache entry: {pos / 1e9:.1f} of {size / 1e9:.1f} GB "
+                             "hashed")
+    except OSError as e:
+        raise MachineCacheError(f"{path}: cannot read ({e.strerror or e})") from None
+    return whole.hexdigest(), {k: h.hexdigest() for k, h in sums.items()}
+
+
+def check_entry(entry: str | Path, progress: Progress = None) -> dict[str, str]:
+    """Check a machine cache entry's weight files against the SHA-256s recorded when it was
+    written, before anything is built on it; returns each tensor's SHA-256.
+
+    Why: a mount copies the machine's bytes and ``verify`` recomputes the mount from them; a
+    damaged entry would otherwise be built in and then "recomputed bit for bit" from the same bad
+    bytes. A mismatch raises :class:`MachineCacheError` naming the tensor (from the per-tensor
+    record; an entry written before that record names the file) and the remedy. The per-tensor
+    record of an older entry is filled in once its files match their recorded sums (one pass
+    computes both). Checked once per process while the files' size, mtime and inode stay."""
+    from qwengpu.compiler.checkpoint import read_sidecar
+
+    entry = Path(entry)
+    meta = read_machine_sidecar(entry)
+    circuit = read_sidecar(entry)
+    files: dict[str, str] = dict(circuit.get("files") or {})
+    present = sorted(p.name for p in entry.iterdir() if p.suffix == ".safetensors")
+    if not files or present != sorted(files):
+        raise MachineCacheError(f"machine cache entry {entry}: weight files {present} are not the recorded "
+                                f"{sorted(files)}; {_remedy(entry)}")
+    recorded: dict[str, str] = dict(meta.get(TENSOR_SUMS) or {})
+    try:
+        stamp = tuple((fn, (st := (entry / fn).stat()).st_size, st.st_mtime_ns, st.st_ino) for fn in present)
+    except OSError as e:
+        raise MachineCacheError(f"machine cache entry {entry}: cannot read ({e.strerror or e})") from None
+    key = (str(entry.resolve()), stamp, json.dumps(files, sort_keys=True),
+           json.dumps(recorded, sort_keys=True))
+    sums: dict[str, str] = {}
+    if key in _CHECKED:
+        return recorded
+    for fn, want in sorted(files.items()):
+        _note(progress, f"checking the machine cache entry {entry.name} ({fn}) against its recorded SHA-256")
+        got, tsums = _hash_file(entry / fn, progress, recorded)
+        bad = [n for n, s in tsums.items() if n in recorded and recorded[n] != s]
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise MachineCacheError(f"machine cache entry {entry} is damaged: tensor {bad[0]}{more} differs "
+                                    f"from its recorded SHA-256; {_remedy(entry)}")
+        if got != want:
+            what = ("its header (names, shapes or offsets)" if recorded else
+                    "(this entry predates the per-tensor record, so the tensor cannot be named)")
+            raise MachineCacheError(f"machine cache entry {entry} is damaged: {fn} differs from its recorded "
+                                    f"SHA-256 {what}; {_remedy(entry)}")
+        sums.update(tsums)
+    if recorded and set(recorded) != set(sums):
+        odd = sorted(set(recorded) ^ set(sums))
+        raise MachineCacheError(f"machine cache entry {entry}: tensor {odd[0]} is in only one of the weights "
+                                f"and the per-tensor record; {_remedy(entry)}")
+    if not recorded:  # an older entry: its files match, so these sums are its bytes; record them
+        meta[TENSOR_SUMS] = sums
+        side = entry / MACHINE_SIDECAR
+        tmp = entry / f".{MACHINE_SIDECAR}.{uuid.uuid4().hex}"
+        try:
+            tmp.write_text(json.dumps(meta, indent=1))
+            shutil.copymode(side, tmp)
+            os.rename(tmp, side)
+        except OSError:  # a read-only cache: the entry is still good, only unnamed on damage
+            tmp.unlink(missing_ok=True)
+        key = (key[0], stamp, key[2], json.dumps(sums, sort_keys=True))
+    _CHECKED.add(key)
+    return sums
 
 
 def load_checkpoint(path: str | Path, version: str | None = None):

@@ -231,11 +231,15 @@ def machine_config_for(text: dict[str, Any]):
 
 
 def machine_entry(mcfg, progress: Progress = None) -> Path:
-    """The machine's cache folder for ``mcfg`` (built and cached first when absent or damaged)."""
+    """The machine's cache folder for ``mcfg``: built and cached first when absent or unreadable;
+    an existing entry is checked against its recorded SHA-256s before anyone builds on it (a
+    damaged one is refused, :class:`~qwengpu.model.machine_checkpoint.MachineCacheError`, naming
+    the tensor and the remedy)."""
     from qwengpu.model.machine_checkpoint import (
         KEEP_ENTRIES,
         MACHINE_SIDECAR,
         cache_root,
+        check_entry,
         compiler_version,
         prune,
         stream_checkpoint,
@@ -266,6 +270,7 @@ def machine_entry(mcfg, progress: Progress = None) -> Path:
                              if getattr(mcfg, k) != getattr(tc, k))
             raise MountError(f"config.json: the layer shape ({diff or 'as given'}) cannot host the machine: "
                              f"{' '.join(str(e).split())}") from None
+    check_entry(entry, progress)  # a fresh build too: its bytes are what its record says
     return entry
 
 

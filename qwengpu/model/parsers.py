@@ -25,11 +25,13 @@ def add_build_parser(sub) -> None:
 
 
 def add_verify_parser(sub) -> None:
-    """``qwengpu verify --model DIR [--base DIR] [--quick] [--json]``."""
+    """``qwengpu verify --model DIR [--base DIR] [--quick] [--tensor NAME ...] [--json]``."""
     p = sub.add_parser("verify", help="check a mounted checkpoint bit for bit (recompute every compiled "
                        "tensor; with --base, every base tensor)")
     p.add_argument("--model", required=True, metavar="DIR", help="the mounted checkpoint (`qwengpu build`)")
     p.add_argument("--base", metavar="DIR", help="the base it was built from (checks the base's tensors too)")
     p.add_argument("--quick", action="store_true", help="only the stored bytes against the build's "
                    "sha256 record (no recompute)")
+    p.add_argument("--tensor", action="append", metavar="NAME", help="check only this tensor (repeatable): "
+                   "its bytes, its values' finiteness and its recompute")
     p.add_argument("--json", action="store_true")

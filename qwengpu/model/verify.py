@@ -6,11 +6,16 @@ version runs another machine. Verify reads safetensors only (headers and raw byt
 remote code) and checks:
 
 * the sidecar's compiler version against this qwengpu's (another version is named as such);
-* every stored tensor's bytes against the sha256 the build recorded (a flipped bit is named);
+* every stored tensor's bytes against the sha256 the build recorded (a flipped bit is named), and
+  every float32 tensor for NaN or infinite values, placed in the machine dims or the base dims
+  (the mount's zeros multiply them: 0 * inf is NaN in the stock forward);
 * every compiled tensor recomputed from the machine (the cache entry of this compiler version,
-  built when absent) through the documented transform (``mount.make_plan``) and compared bit for
-  bit; with ``--base``, every base tensor recomputed from the base the same way, and the base's
-  config hash checked;
+  built when absent, and checked against its own recorded sha256s before use: a damaged entry is
+  refused, never recomputed from) through the documented transform (``mount.make_plan``) and
+  compared bit for bit; without ``--base``, the base rows of the embedding and head and the final
+  norm are checked above the base's dims in full (zeros, the flag); with ``--base``, every base
+  tensor (every embedding and head row, every dim) recomputed from the base the same way, and the
+  base's config hash checked;
 * the config (mounted hidden, layers, layer types, vocabulary, untied, float32) and the tokenizer
   (machine token ``t`` at id ``V + t``, both ways; with ``--base``, the base's ids unchanged).
 """
@@ -20,10 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from qwengpu.errors import CheckpointError
+from qwengpu.model.finite import hidden_axis, nonfinite_in_dims
+from qwengpu.model.machine_checkpoint import MachineCacheError
 from qwengpu.model.mount import (
     MACHINE_VOCAB,
     Checkpoint,
@@ -45,14 +53,43 @@ class VerifyError(CheckpointError):
     """The mount does not verify (the message lists what differs)."""
 
 
-def _stored_sha(ck: Checkpoint, name: str) -> str:
+def _stored_sha(ck: Checkpoint, name: str, finite: bool = False) -> tuple[str, bool]:
+    """(SHA-256 of the tensor's stored bytes, whether all its values are finite) in one read; the
+    finiteness is looked at only for a float32 tensor and ``finite=True`` (else reported True)."""
+    import torch
+
     h = hashlib.sha256()
     info = ck.info(name)
     lo, hi = info["data_offsets"]
     step = 1 << 26
+    look = finite and info["dtype"] == "F32"
+    ok = True
     for a in range(0, hi - lo, step):
-        h.update(ck.raw(name, a, min(step, hi - lo - a)))
-    return h.hexdigest()
+        data = ck.raw(name, a, min(step, hi - lo - a))
+        h.update(data)
+        if look and ok:
+            ok = bool(torch.isfinite(torch.frombuffer(bytearray(data), dtype=torch.float32)).all())
+    return h.hexdigest(), ok
+
+
+def _nonfinite_problems(ck: Checkpoint, name: str, origin: str, H: int) -> list[str]:
+    """Where a tensor's non-finite values are: in the machine dims (above the base's ``H``: the
+    mount's zeros there, so text breaks) or in the base dims (a launch reads them as 0 * inf)."""
+    t = ck.get(name)
+    axis = hidden_axis(name, t.dim())
+    if axis is None:
+        return [f"tensor {name} ({origin}): {nonfinite_in_dims(t, slice(None), 0)} non-finite values "
+                "(NaN or infinite)"]
+    out = []
+    up = nonfinite_in_dims(t, slice(H, None), axis)
+    low = nonfinite_in_dims(t, slice(0, H), axis)
+    if up:
+        out.append(f"tensor {name} ({origin}): {up} non-finite values in the machine dims {H}.."
+                   f"{t.shape[axis] - 1} (the stock forward multiplies them by zeros: 0 * inf is NaN)")
+    if low:
+        out.append(f"tensor {name} ({origin}): {low} non-finite values in the base dims 0..{H - 1} (a launch "
+                   "passes zeros through them: 0 * inf is NaN)")
+    return out
 
 
 def _pseudo_base_config(mounted: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
@@ -67,10 +104,12 @@ def _pseudo_base_config(mounted: dict[str, Any], rec: dict[str, Any]) -> dict[st
 
 
 def verify_mount(model_dir: str | Path, base_dir: str | Path | None = None, progress=None,
-                 recompute: bool = True) -> dict[str, Any]:
+                 recompute: bool = True, only: Collection[str] | None = None) -> dict[str, Any]:
     """Every check above; returns a report (``ok``, ``problems``, counts). Never raises for a
     mismatch (the report says it); raises only when ``model_dir`` is not a mount at all.
-    ``recompute=False`` (``--quick``): the stored bytes against the build's record only."""
+    ``recompute=False`` (``--quick``): the stored bytes against the build's record only.
+    ``only`` (``--tensor``): check just these tensors (hash, finiteness, recompute); the machine
+    cache entry is still checked whole before any recompute."""
     t0 = time.perf_counter()
     model_dir = Path(model_dir)
     rec = read_mount_sidecar(model_dir)
@@ -96,10 +135,19 @@ def verify_mount(model_dir: str | Path, base_dir: str | Path | None = None, prog
     for n in sorted(names - set(sums)):
         problems.append(f"tensor {n} is not in the build's record")
     stored: dict[str, str] = {}
+    origins = rec.get("tensor_origin", {})
+    if only is not None:
+        for n in sorted(set(only) - names):
+            problems.append(f"tensor {n} is not in the checkpoint (--tensor)")
     for i, n in enumerate(sorted(names & set(sums))):
-        stored[n] = _stored_sha(ck, n)
+        if only is not None and n not in only:
+            continue
+        origin = origins.get(n, "base")  # the base side: where the mount's zeros multiply its values
+        stored[n], finite = _stored_sha(ck, n, finite=origin in ("base", "both"))
         if stored[n] != sums[n]:
             problems.append(f"tensor {n}: stored bytes differ from the build's sha256 (damaged)")
+        if not finite:
+            problems.extend(_nonfinite_problems(ck, n, origin, int(rec["hidden"])))
         if progress is not None and i % 64 == 0:
             progress(f"hashed {i}/{len(names)} tensors")
     report["tensors_hashed"] = len(stored)
@@ -115,14 +163,20 @@ def verify_mount(model_dir: str | Path, base_dir: str | Path | None = None, prog
     if not other_version and recompute:
         if progress is not None:
             progress("recomputing the compiled tensors from the machine")
-        machine = inspect_machine(machine_entry(mcfg, progress))
-        try:
-            plan = make_plan(base, base_cfg, machine, width=rec["mounted_hidden"])
-        except MountError as e:
+        plan = None
+        try:  # the machine cache entry is checked against its recorded sha256s before it is used
+            machine = inspect_machine(machine_entry(mcfg, progress))
+        except MachineCacheError as e:
             problems.append(f"cannot recompute the mount: {e}")
-            plan = None
+        else:
+            try:
+                plan = make_plan(base, base_cfg, machine, width=rec["mounted_hidden"])
+            except MountError as e:
+                problems.append(f"cannot recompute the mount: {e}")
         if plan is not None:
             for t in plan.tensors:
+                if only is not None and t.name not in only:
+                    continue
                 if t.name not in names:
                     problems.append(f"tensor {t.name} is missing from the checkpoint")
                     continue
@@ -140,7 +194,7 @@ def verify_mount(model_dir: str | Path, base_dir: str | Path | None = None, prog
                                         "transform")
                 elif t.origin == "both":  # no base: the machine's rows of the embedding / head
                     recomputed += _check_machine_rows(ck, t.name, plan, machine, problems)
-            if base is not None:
+            if base is not None and only is None:
                 want = mount_config(base_cfg, plan, machine)
                 if want != ck.config:
                     diff = sorted(k for k in set(want) | set(ck.config) if want.get(k) != ck.config.get(k))
@@ -176,10 +230,12 @@ def _check_machine_rows(ck: Checkpoint, name: str, plan, machine, problems: list
     V, used, mdims = plan.V, torch.tensor(machine.used), torch.tensor(plan.mdims)
     if name.endswith("norm.weight"):
         got = ck.get(name)
-        want = machine.ckpt.get("model.norm.weight").float()[used]
-        if not torch.equal(got[mdims].view(torch.int32), want.view(torch.int32)) or \
-                float(got[plan.flag_dim]) != FLAG_GAIN - 1.0:
-            problems.append(f"tensor {name}: the machine dims or the flag gain differ from the transform")
+        want = torch.zeros(plan.Hp)  # above the base's dims: the machine's, the flag gain, zeros
+        want[mdims] = machine.ckpt.get("model.norm.weight").float()[used]
+        want[plan.flag_dim] = FLAG_GAIN - 1.0
+        if not torch.equal(got[plan.H:].view(torch.int32), want[plan.H:].view(torch.int32)):
+            problems.append(f"tensor {name}: the machine dims, the flag gain or the zeros above the base's "
+                            "dims differ from the transform")
         return 1
     src = "lm_head.weight" if name == "lm_head.weight" else "model.embed_tokens.weight"
     for a in range(0, MACHINE_VOCAB, CHUNK_ROWS):
@@ -195,12 +251,18 @@ def _check_machine_rows(ck: Checkpoint, name: str, plan, machine, problems: list
         if not torch.equal(got.view(torch.int32), o.view(torch.int32)):
             problems.append(f"tensor {name}: machine rows {V + a}..{V + b - 1} differ from the transform")
             return 1
-    if src == "model.embed_tokens.weight":  # base rows: the flag value, zero on the machine dims
-        for a in range(0, V, CHUNK_ROWS):
-            got = ck.rows(name, a, min(V, a + CHUNK_ROWS))
-            if (got[:, plan.flag_dim] != ALPHA).any() or got[:, plan.H:plan.flag_dim].ne(0).any():
-                problems.append(f"tensor {name}: base rows {a}.. break the flag / zero machine dims")
-                return 1
+    # base rows, every dim above the base's: zero, but the embedding's flag (ALPHA), bit for bit
+    want = torch.zeros(plan.Hp - plan.H)
+    if src == "model.embed_tokens.weight":
+        want[plan.flag_dim - plan.H] = ALPHA
+    for a in range(0, V, CHUNK_ROWS):
+        got = ck.rows(name, a, min(V, a + CHUNK_ROWS))[:, plan.H:]
+        bad = got.view(torch.int32).ne(want.view(torch.int32)).any(1)
+        if bad.any():
+            r = a + int(bad.nonzero()[0])
+            problems.append(f"tensor {name}: base row {r} is not the transform's above the base's dims "
+                            f"(zeros{', the flag ALPHA' if src == 'model.embed_tokens.weight' else ''})")
+            return 1
     return 1
 
 
@@ -240,11 +302,13 @@ def cmd_verify(args) -> int:
     def note(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
-    rep = verify_mount(args.model, args.base, progress=None if args.json else note, recompute=not args.quick)
+    rep = verify_mount(args.model, args.base, progress=None if args.json else note, recompute=not args.quick,
+                       only=set(args.tensor) if args.tensor else None)
     if args.json:
         print(json.dumps(rep))
     elif rep["ok"]:
-        print(f"{args.model}: OK — {rep['tensors_hashed']} tensors match the build's record, "
+        print(f"{args.model}: OK — {rep['tensors_hashed']} tensors"
+              + (" (those named by --tensor)" if args.tensor else "") + " match the build's record, "
               f"{rep['tensors_recomputed']} recomputed bit for bit"
               + ("" if args.base else " (machine side; pass --base to recompute the base's too)")
               + f"; tokenizer {rep['tokenizer']}; compiler version {rep['compiler_version']} "
