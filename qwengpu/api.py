@@ -304,20 +304,28 @@ def load_mount(path: str | Path, device: str = "cpu", dtype: str = "float32", ru
     return Mount(p, device, dtype, runtime)
 
 
-def _ask(self: Mount, question: str, *, engine: str = "model", retries: int = 2):
-    """Advanced mode: the mount answers ``question``, writing and launching CUDA through itself
-    (as ``qwengpu ask --model DIR --json``); returns the :class:`qwengpu.host.session.Turn`."""
+def _ask(self: Mount, question: str, *, engine: str = "model", retries: int = 2, max_new_tokens: int = 1024,
+         replies: str | Path | None = None):
+    """Advanced mode: the mount answers ``question``, writing CUDA that runs inside itself (as
+    ``qwengpu ask QUESTION --model DIR --json``, same defaults); ``replies``: a replies file that is
+    teacher-forced instead of generated (tests, demos). Returns the session's ``Turn``
+    (``.as_json()``: the reply, each launch and its outputs)."""
     from qwengpu.cli import build_parser
-    from qwengpu.host.commands import _check_args, _launcher, _load_model, _replier
+    from qwengpu.host.commands import _ask_replies, _check_args, _launcher, _load_model, _replier
     from qwengpu.host.session import Events, Session
 
     if not question.strip():
         raise QwenGPUError("the question is empty")
-    a = build_parser().parse_args(["ask", question, "--model", str(self.path), "--engine", engine,
-                                   "--json", "--retries", str(retries)])
+    argv = ["ask", question, "--model", str(self.path), "--engine", engine, "--json",
+            "--retries", str(retries),
+            "--max-new-tokens", str(max_new_tokens)]
+    if replies is not None:
+        argv += ["--replies", str(replies)]
+    a = build_parser().parse_args(argv)
     _check_args(a)
     model, tok = _load_model(a)
-    sess = Session(_replier(a, model, tok, None), _launcher(a), retries=retries, events=Events())
+    sess = Session(_replier(a, model, tok, _ask_replies(a.replies, "gpu")), _launcher(a), retries=retries,
+                   events=Events())
     return sess.ask(question)
 
 

@@ -157,3 +157,7 @@ def test_load_mount_run_and_generate(small_mount: Path) -> None:
         m.run(ADDK, block=4, args={"k": 1})
     text = m.generate("hello", max_new_tokens=4)
     assert isinstance(text, str)
+    turn = m.ask("What is the sum of the integers from 1 to 100?",
+                 replies=ROOT / "docs" / "advanced-mode-replies.json")
+    assert turn.computed is not None and turn.computed.engine == "model"
+    assert [int(v) for v in turn.computed.outputs["out"]] == [5050]  # computed inside the mount
