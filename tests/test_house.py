@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner": {"errors", "cuda", "ptx", "simt", "spec", "runtime"},
     "hw": {"errors", "cuda", "ptx", "simt", "spec", "runner"},
     "host": {"errors", "cuda", "ptx", "simt", "spec", "machine", "runtime", "runner"},
+    # the Python API, beside the CLI at the top (it reuses the CLI's parser for ask's defaults)
+    "api": {"errors", "cuda", "ptx", "simt", "spec", "runtime", "runner", "host", "cli"},
 }
 
 

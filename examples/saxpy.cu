@@ -1,0 +1,5 @@
+// saxpy: y = a*x + y over n floats, one element per thread, several blocks.
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
