@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parent.parent / "qwengpu"
 # each package and what it may import (README, "Layout"); the order is the data flow
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "paths": {"errors"},  # where the caches live (QWENGPU_CACHE > XDG_CACHE_HOME > ~/.cache)
     "cuda": {"errors"},
     "ptx": {"errors"},
     "simt": {"errors", "ptx"},
@@ -22,12 +23,15 @@ ALLOWED: dict[str, set[str]] = {
     "machine": {"errors", "compiler"},
     "model": {"errors", "compiler", "machine"},
     "runtime": {"errors", "cuda", "ptx", "simt", "spec", "isa", "codegen", "compiler", "machine", "model"},
-    "runner": {"errors", "cuda", "ptx", "simt", "spec", "runtime"},
+    "runner": {"errors", "cuda", "ptx", "simt", "spec", "isa", "codegen", "machine", "model", "runtime"},
     "hw": {"errors", "cuda", "ptx", "simt", "spec", "runner"},
     "host": {"errors", "cuda", "ptx", "simt", "spec", "machine", "runtime", "runner"},
     # the Python API, beside the CLI at the top (it reuses the CLI's parser for ask's defaults)
     "api": {"errors", "cuda", "ptx", "simt", "spec", "runtime", "runner", "host", "cli"},
 }
+for _pkg, _deps in ALLOWED.items():
+    if "errors" in _deps and _pkg != "paths":
+        _deps.add("paths")
 
 
 def _module_name(p: Path) -> str:
@@ -63,7 +67,7 @@ def test_packages_import_only_what_lies_below_them():
     bad = []
     for mod, deps in _imports().items():
         src = _package(mod)
-        if src in ("cli", "qwengpu"):
+        if src in ("cli", "qwengpu", "__main__"):
             continue  # the command and the package's front door may import anything
         assert src in ALLOWED, f"{mod}: package {src!r} is not in the layout table (tests/test_house.py)"
         for d in deps:

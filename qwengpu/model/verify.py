@@ -302,8 +302,15 @@ def cmd_verify(args) -> int:
     def note(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
-    rep = verify_mount(args.model, args.base, progress=None if args.json else note, recompute=not args.quick,
-                       only=set(args.tensor) if args.tensor else None)
+    from qwengpu.model.lean import LEAN_FORMAT, mount_format
+
+    if mount_format(args.model) == LEAN_FORMAT:  # the default `qwengpu build` output
+        from qwengpu.model.lean_verify import verify_lean
+
+        rep = verify_lean(args.model, args.base, progress=None if args.json else note, quick=args.quick)
+    else:
+        rep = verify_mount(args.model, args.base, progress=None if args.json else note,
+                           recompute=not args.quick, only=set(args.tensor) if args.tensor else None)
     if args.json:
         print(json.dumps(rep))
     elif rep["ok"]:

@@ -88,3 +88,17 @@ def test_sad_on_16_bits_is_a_named_machine_limit() -> None:
     ptx = binop_ptx(body, "u32", "u32", "u32")
     _, got, _, _ = both(ptx, binop_spec(a, b, "u32", "u32", "u32"))
     assert isinstance(got, str) and "sad.u16" in got
+
+
+def test_the_refused_list_is_the_documented_one() -> None:
+    """Every instruction the interpreter runs also runs on the machine, except this short list,
+    refused by name (README "Limits and supported features", ``qwengpu machine info``)."""
+    from pathlib import Path
+
+    from qwengpu.codegen.lowering.table import refused_opcodes
+
+    documented = ["cos", "cp", "fns", "isspacep", "lg2", "sin", "tanh", "vprintf"]
+    assert refused_opcodes() == documented
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for op in ("lg2", "fns", "isspacep", "cp.async", "vprintf"):
+        assert f"`{op}" in readme, op
