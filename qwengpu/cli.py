@@ -579,10 +579,12 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         return _cmd_machine_cache(args)
     from dataclasses import asdict
 
+    from qwengpu.codegen.lowering.table import refused_opcodes
     from qwengpu.isa.limits import LIMITS, machine_limits
     from qwengpu.machine.circuit import MachineShape
 
     shape = MachineShape()
+    refused = refused_opcodes()
     slice_rows = [
         ("threads_per_block", shape.threads, "threads per block (2 warps of 8 four-lane groups; 1-D)"),
         ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
@@ -592,15 +594,17 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
     if args.json:
-        print(json.dumps({"isa": asdict(LIMITS), "in_weights": {k: v for k, v, _ in slice_rows}}))
+        print(json.dumps({"isa": asdict(LIMITS), "in_weights": {k: v for k, v, _ in slice_rows},
+                          "refused_opcodes": refused}))
         return 0
     print("machine ISA limits (lowering, register allocation and the ISA simulator enforce these):")
     for _, v, unit in machine_limits():
         print(f"  {v:>6}  {unit}")
     print("\nthe machine compiled into the weights (integer datapath; mul, floats and what qwengpu/machine/")
-    print("soft*.py expand run as sequences of its ops; lg2, sin, cos and tanh.approx are refused):")
+    print("soft*.py expand run as sequences of its ops):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
+    print(f"\nPTX the interpreter runs but the machine refuses by name: {', '.join(refused)}")
     print(f"\na launch beyond a limit is refused with a message naming the limit (exit code "
           f"{int(ExitCode.MACHINE_LIMIT)})")
     return 0

@@ -102,3 +102,18 @@ def test_the_refused_list_is_the_documented_one() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for op in ("lg2", "fns", "isspacep", "cp.async", "vprintf"):
         assert f"`{op}" in readme, op
+
+
+def test_machine_info_lists_the_refused_opcodes() -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from qwengpu.codegen.lowering.table import refused_opcodes
+
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.run([sys.executable, "-m", "qwengpu", "machine", "info", "--json"], capture_output=True,
+                       text=True, cwd=root)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["refused_opcodes"] == refused_opcodes()
