@@ -188,13 +188,14 @@ def _mount_kl(base, mount, tmp_path, max_tokens: int = 12) -> dict:
 
 def test_kl_of_the_mount_is_below_1e_9(small_base, small_mount, tmp_path):
     """Both paths, float32: the mounted model's distribution is the base's (no mass on the machine's
-    65,536 tokens); c = 4 here, so the text logits are bit-identical and the KL is exactly 0."""
+    65,536 tokens). c = 4 makes every scaling exact, but the matmul at the mounted width may sum in
+    another order than at the base's (a few ulps on some CPUs): the stock export's contract is
+    KL <= 1e-9; bit-identical text is the lean runtime's (tests/model/test_lean_mount.py)."""
     r = _mount_kl(small_base, small_mount, tmp_path)
     for s in r["paths"].values():
         assert s["tokens"] == 12
         assert s["max_kl"] <= 1e-9 and s["mean_kl"] <= 1e-9
         assert s["top1_agreement"] == 1.0 and s["max_machine_mass"] <= 1e-30
-    assert r["paths"]["prefill"]["max_kl"] == 0.0
 
 
 def test_kl_sees_a_damaged_base_weight_in_the_mount(small_base, small_mount, damaged_copy, tmp_path):

@@ -31,8 +31,14 @@ def test_text_unchanged_and_machine_adds_exact_zeros(small_mount, small_base, st
         lb = base(ids).logits[0]
         out = stock_mount(ids, output_hidden_states=True)
     logits, hs = out.logits[0], out.hidden_states
-    # prefill (chunked path): the base's logits bit for bit (c = 4: every scaling is exact)
-    assert torch.equal(logits[:, :1024].view(torch.int32), lb.view(torch.int32))
+    # prefill (chunked path): the stock export's contract is KL <= 1e-9 against the float32 base and
+    # the same top-1 (issue 24). Every c = 4 scaling is exact, but the base layers run at width 2048
+    # instead of 128, and on some CPUs (seen on this project's 2026-12-05 machine) the matmul kernel
+    # sums in another order there: a few ulps. Bit-identical text is the lean runtime's claim
+    # (tests/model/test_lean_mount.py runs the base's own tensors).
+    lp, lq = torch.log_softmax(lb.double(), -1), torch.log_softmax(logits[:, :1024].double(), -1)
+    assert float((lp.exp() * (lp - lq)).sum(-1).max()) <= 1e-9
+    assert torch.equal(logits[:, :1024].argmax(-1), lb.argmax(-1))
     # the machine layers add exactly zero to text: the residual after them is the embedding
     assert torch.equal(hs[lm].view(torch.int32), hs[0].view(torch.int32))
     assert torch.equal(hs[0][0, :, :128], base.model.embed_tokens(ids)[0] * 4)
