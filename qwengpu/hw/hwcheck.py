@@ -163,4 +163,4 @@ def hwcheck(
             f" ({ndiff} differ or failed, {len(rows) - nmatch - ndiff} approximate-only differences)",
             file=sys.stdout,
         )
-    return 1 if ndiff else 0
+    return int(ExitCode.MISMATCH) if ndiff else int(ExitCode.OK)

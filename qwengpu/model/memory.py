@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from qwengpu.errors import QwenGPUError
+from qwengpu.errors import ExitCode, QwenGPUError
 
 OVERHEAD = 1 << 30  # Python, torch, transformers and the activations of one forward (about)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -21,7 +21,7 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 class MemoryLimitError(QwenGPUError):
     """The load would not fit; the message carries the estimate and what is free."""
 
-    exit_code = 8
+    exit_code = ExitCode.MEMORY
 
 
 def available_bytes(device: str = "cpu") -> int:
