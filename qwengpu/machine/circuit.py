@@ -220,6 +220,7 @@ class Fetch:
     one0: Word
     is_data: Bit
     is_passm: Bit
+    is_mask: Bit
     is_exec: Bit
     is_dumpaddr: Bit
     is_store: Bit
@@ -356,7 +357,7 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     is_store, is_mask = ctl_is(P.STORE), ctl_is(P.MASK)
     is_short, is_ushort = ctl_is(P.SHORT), ctl_is(P.USHORT)
     is_block, is_bar = ctl_is(P.BLOCK), ctl_is(P.BAR)
-    is_exec = is_pass_full | is_mask
+    is_exec = is_pass_full | is_passm  # both PASS forms execute; MASK only sets a group's mask
 
     # ---- launch registers and the control latch: mode | a (pc or address) | group
     nth = _latch(c, "nth", 7, arg, ctl_is(P.NTHREADS))
@@ -399,14 +400,19 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     rom.write(cur[:rom_bits], c.concat(*staged[:ROM_CHUNKS])[:ROM_BITS], rom_en)
     f = _fields(rom.read(cpc[:rom_bits]))
 
-    # ---- the executing token's active lanes (from the token: never from the scheduler state)
+    # ---- the executing token's active lanes: every thread of the group (PASS f=1), or the group's
+    # sticky mask (PASS f=0), the last MASK(g, m) token's m. The table is addressed by the token's
+    # own group bits (a MASK's argument bits 4..7, a PASS's bits 9..12), never by the scheduler state;
+    # its late mirror ``mtl`` (scheduler) is written by the same tokens, so both always agree
     lane_exists = [_exists(c, nth, cg, lane) for lane in range(LANES)]
-    mask = [
-        c.any_of([c.all_of([is_pass_full, lane_exists[x]]), c.all_of([is_mask, t[x]])]) for x in range(LANES)
-    ]
+    mte = c.memory("mte", rows=GROUPS, width=LANES)
+    mte.write(tok[4:8], tok[0:4], is_mask)
+    mrow = mte.read(tok[P.PASS_PC_BITS : P.PASS_PC_BITS + 4])
+    mask = [c.any_of([c.all_of([is_pass_full, lane_exists[x]]), c.all_of([is_passm, mrow[x]])])
+            for x in range(LANES)]
     return Fetch(
         tok=tok, t=t, one0=one0, is_data=is_data, is_passm=is_passm, is_exec=is_exec,
-        is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
+        is_mask=is_mask, is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
         is_block=is_block, is_bar=is_bar, is_bank=is_bank, idx=idx, d=d, nth=nth, nbl=nbl, blk=blk,
         ep=ep, gpar=gpar, dlo=dlo, dhi=dhi, mode=mode, cur=cur, cg=cg, cpc=cpc, bnk=bnk, m_exec=m_exec,
         m_mem=m_mem, m_dump=m_dump, g_exists=g_exists, staged=staged, f=f, op=f["op"],
@@ -642,8 +648,13 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
             lives.append(c.all_of([fx.g_exists[h], c.mux(cur_blk, row[o + 1], 1)]))
 
     # ---- choose the next pass (group, pc)
-    # inside a warp instruction; BLOCK / BAR (and a BANK written where they were) restart at warp 0
-    cont = ~(is_block | is_bar | c.all_of([is_bank, t[1]]))
+    # inside a warp instruction; BLOCK / BAR (and a BANK or MASK written where they were: their bit r)
+    # restart at warp 0. A MASK token makes the same choice as the step that wrote it (the state is
+    # unchanged): it carries that step's restart (r, bit 8) and whether that step could not continue
+    # the instruction (x, bit 9: a BANK step)
+    is_mask = fx.is_mask
+    cont = ~(is_block | is_bar | c.all_of([is_bank, t[1]]) | c.all_of([is_mask, t[8]]))
+    no_cont = is_bank | c.all_of([is_mask, t[9]])
     cw = cg[3]
     gt_g = [c.const(h, 4) > cg for h in range(GROUPS)]
     in_cw = [cw if h >= WARP_GROUPS else ~cw for h in range(GROUPS)]
@@ -662,7 +673,7 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     cand = [
         # (never right after BANK: the step that wrote it did not continue the instruction, and
         # ``cpc`` now carries the new bank)
-        c.all_of([cont, cont_any, ~is_bank]),
+        c.all_of([cont, cont_any, ~no_cont]),
         c.all_of([cont, c.mux(cw, w_any[1], w_any[0])]),
         c.all_of([cont, ~cw, w_any[1]]),
         c.all_of([c.any_of([~cont, cw]), w_any[0]]),
@@ -680,9 +691,8 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
         c.encode(c.concat(*cand_first)),
         [cpc, c.mux(cw, w_min[1], w_min[0]), w_min[1], w_min[0], w_min[1], cpc, cpc, cpc],
     )
-    # which lanes of the chosen group sit at the chosen pc (or, at a PASS f=0, of the current one)
-    q_g = c.mux(fx.is_passm, cg, sel_g)
-    q_pc = c.mux(fx.is_passm, cpc, sel_pc)
+    # which lanes of the chosen group sit at the chosen pc
+    q_g, q_pc = sel_g, sel_pc
     q_mask, q_ex = [], []
     for lane in range(LANES):
         bank = c.memory(f"pcq{lane}", rows=GROUPS, width=P.PC_BITS + 4)
@@ -696,6 +706,14 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     nb1 = (fx.blk + 1)[:7]
     more_blocks = nb1 < fx.nbl
     pass_tok = c.concat(q_pc[: P.PASS_PC_BITS], q_g, full, c.const(0b10, 2))
+    # the sticky mask: a partial mask equal to the group's last MASK is named by PASS f=0 alone;
+    # otherwise MASK(g, m, r, x) first (it writes both tables; the next step writes the PASS)
+    mtl = c.memory("mtl", rows=GROUPS, width=LANES)
+    mtl.write(fx.tok[4:8], fx.tok[0:4], is_mask)
+    stored = mtl.read(q_g)
+    use_mask = c.all_of([~full, ~c.all_of([~(q_mask[x] ^ stored[x]) for x in range(LANES)])])
+    mask_tok = c.concat(*q_mask, q_g, ~cont, no_cont, c.const(P.ctl(P.MASK) >> 10, 6))
+    pass_tok = c.mux(use_mask, mask_tok, pass_tok)
     # a pass in the other half of the ROM: BANK(its half, whether this step restarted) first;
     # the next step (state unchanged) chooses the same pass and writes the PASS
     bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, c.const(0, 8), c.const(P.ctl(P.BANK) >> 10, 6))
@@ -708,7 +726,6 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
         c.all_of([~has_sel, any_live]) | to_dump, c.all_of([~has_sel, ~any_live, more_blocks]) | to_dump
     )
     next_tok = c.select(next_idx, [pass_tok, bar_tok, blk_tok, dump_tok])
-    mask_tok = c.concat(*q_mask, c.const(0, 6), c.const(P.ctl(P.MASK) >> 10, 6))
     return Schedule(
         eff=eff, is_trap=is_trap, grp_live=grp_live, grp_run=grp_run, min_run=min_run, has_run=has_run,
         runs=runs, lives=lives, cont=cont, cand=cand, has_sel=has_sel, sel_g=sel_g, sel_pc=sel_pc, full=full,
@@ -778,6 +795,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
             fx.is_block,
             fx.is_bar,
             fx.is_bank,
+            fx.is_mask,
             c.all_of([is_ushort, fx.m_exec]),
         ]
     )
@@ -832,11 +850,11 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     out = c.select(
         c.encode(
             c.concat(
-                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, fx.is_passm, c_fault, c_halt,
-                c_small & ~c_fault,
+                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, c.const(0, 1)[0], c_fault,
+                c_halt, c_small & ~c_fault,
             )
         ),
-        [data_tok, store_tok, sch.next_tok, dn_tok, sch.mask_tok, fault_tok, halt,
+        [data_tok, store_tok, sch.next_tok, dn_tok, halt, fault_tok, halt,
          c.mux(c_short, short_tok, ushort_tok)],
     )  # type: ignore[list-item]
     return Emitted(out=out, c_next=c_next, c_data=c_data, L_eff=L_eff, uniform=uniform)

@@ -12,11 +12,13 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            being loaded; in DUMP mode: chunk i of the dumped word
     10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc (its low 9 bits; the 10th
                            is the bank latched by the last BANK token, 0 before any) for lane
-                           group g (warp g>>3, threads 4g..4g+3 of the block). f=1: the active
-                           lanes are all the group's threads (the token executes); f=0: the
-                           model answers MASK(m)
+                           group g (warp g>>3, threads 4g..4g+3 of the block); the token
+                           executes. f=1: the active lanes are all the group's threads; f=0:
+                           the group's sticky mask (the m of its last MASK token)
     11 ssss aaaaaaaaaa     control: ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE(lane), HALT,
-                           NTHREADS(n), NBLOCKS(n), BLOCK(b), BAR(epoch), MASK(m), FAULT(lane),
+                           NTHREADS(n), NBLOCKS(n), BLOCK(b), BAR(epoch), FAULT(lane),
+                           MASK(m | g<<4 | r<<8 | x<<9): group g's sticky mask is now m (it
+                           executes nothing; the PASS f=0 after it does; r, x: see below),
                            SHORT(lane << 8 | v): lane's result is v < 256, USHORT(v): every lane's
                            result is v < 1024 (one token instead of three chunks), BANK(b | r<<1):
                            the next PASS tokens name pcs 512b..512b+511 (r: the pass after it
@@ -27,16 +29,22 @@ PASS with its group, f bit and 9-bit pc a quarter, control the rest). A program 
 rows needs the 10th bit only where the next pass leaves the current half of the ROM: the model
 writes BANK there (one token, rare: routines sit in the low half, most kernels in one half).
 
-Why a PASS does not carry its active mask: which lanes of a group sit at the pc is part of the
-scheduler state that the late layers update; a state cannot be read and rewritten in one token,
-so the mask travels in the token that executes (PASS f=1 implies it, MASK carries it).
+Why a PASS does not carry its active mask: the 16-bit token space is full. A mask is sticky
+instead (machine v2): the early layers keep a table of one mask per group (``mte``, written by MASK
+tokens, read with the PASS token's own group bits) and the late layers a mirror of it (``mtl``,
+written by the same tokens). When the scheduler's next pass runs a partial mask equal to the
+group's entry, the model writes PASS f=0 alone; when it differs, MASK(g, m) first, then the PASS.
+A divergent stretch of a kernel (the dot demo: lane 3 exits at the start) pays one MASK, not one
+per pass. The MASK step must choose the same pass as the step that wrote it (the scheduler state
+is unchanged, but the choice depends on the token): r says that step restarted the round (BLOCK,
+BAR, a restarting BANK), x that it could not continue the instruction (a BANK step).
 
 Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
 non-zero word of global memory, ``NTHREADS(n) NBLOCKS(b) DUMPLO(lo) DUMPHI(hi)`` and ``BLOCK(0)``.
-Model-written: ``PASS``/``MASK``, result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases),
-``BLOCK(b)`` (the next block starts), then ``DUMPADDR(w)`` + 3 chunks per output word, ``HALT``;
-or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the host names the instruction,
-thread and block from the PASS and BLOCK tokens before it).
+Model-written: ``MASK`` (when a group's mask changes), ``PASS``, result chunks, ``STORE(lane)``,
+``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts), then ``DUMPADDR(w)`` + 3 chunks
+per output word, ``HALT``; or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the
+host names the instruction, thread and block from the PASS and BLOCK tokens before it).
 """
 
 from __future__ import annotations
@@ -115,7 +123,7 @@ class Token:
         if self.kind == "PASS":
             return f"PASS(g={self.b},pc={self.a}{'' if self.full else ',?'})"
         if self.kind == "MASK":
-            return f"MASK({self.a:04b})"
+            return f"MASK(g={(self.a >> 4) & 15},{self.a & 15:04b})"
         return f"{self.kind}({self.a})"
 
 

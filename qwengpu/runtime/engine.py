@@ -519,6 +519,26 @@ class PassResults:
 RESULT_KINDS = frozenset({"DATA", "SHORT", "USHORT", "STORE"})
 
 
+class StickyMasks:
+    """The active lanes of each pass, read from the tokens as the machine reads them: PASS f=1 runs
+    every thread of its group; PASS f=0 runs the group's sticky mask, which the last MASK(g, m)
+    token for that group set (the machine keeps the same table in its weights)."""
+
+    def __init__(self) -> None:
+        self.table: dict[int, int] = {}
+
+    def take(self, tk: P.Token) -> None:
+        """A MASK token: group ``(a >> 4) & 15`` now runs lanes ``a & 15`` on PASS f=0."""
+        self.table[(tk.a >> 4) & 15] = tk.a & 15
+
+    def lanes(self, tk: P.Token, nthreads: int) -> int:
+        """The lane mask of PASS ``tk``."""
+        g = tk.b
+        if tk.full:
+            return sum(1 << x for x in range(4) if 4 * g + x < nthreads)
+        return self.table.get(g, 0)
+
+
 class OutOfBounds(Exception):
     """The model's tokens show a memory pass whose address lies outside every buffer."""
 
@@ -544,7 +564,8 @@ class BoundsWatch:
         self.reader = P.Reader()
         self.regs: dict[tuple[int, int], int] = {}
         self.preds: dict[tuple[int, int], bool] = {}
-        self.block, self.cur, self.pending = 0, None, (0, 0)
+        self.block, self.cur = 0, None
+        self.masks = StickyMasks()
         self.checked = 0
         self.res = PassResults()
 
@@ -595,12 +616,10 @@ class BoundsWatch:
         kind = tk.kind
         if kind == "PASS":
             self._flush()
-            g = tk.b
-            full = sum(1 << x for x in range(4) if 4 * g + x < self.nthreads)
-            self.cur = (g, tk.a, full) if tk.full else None
-            self.pending = (g, tk.a)
+            self.cur = (tk.b, tk.a, self.masks.lanes(tk, self.nthreads))
         elif kind == "MASK":
-            self.cur = (*self.pending, tk.a)
+            self._flush()
+            self.masks.take(tk)
         elif kind in RESULT_KINDS:
             if self.cur is not None:
                 self.res.take(tk)
@@ -655,6 +674,7 @@ class TraceFormatter:
         self.prog, self.nthreads, self.emit = prog, nthreads, emit
         self.block, self.cur, self.res = 0, None, PassResults()
         self.reader = P.Reader()
+        self.masks = StickyMasks()
 
     def _flush(self) -> None:
         cur, res = self.cur, self.res
@@ -680,13 +700,10 @@ class TraceFormatter:
         tk = self.reader.read(token)
         if tk.kind == "PASS":
             self._flush()
-            g = tk.b
-            full = sum(1 << x for x in range(4) if 4 * g + x < self.nthreads)
-            self.cur = (g, tk.a, full) if tk.full else None
-            self.pending = (g, tk.a)
+            self.cur = (tk.b, tk.a, self.masks.lanes(tk, self.nthreads))
         elif tk.kind == "MASK":
-            g, pc = self.pending
-            self.cur = (g, pc, tk.a)
+            self._flush()
+            self.masks.take(tk)
         elif tk.kind in RESULT_KINDS:
             if self.cur is not None:
                 self.res.take(tk)
