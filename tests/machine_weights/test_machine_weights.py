@@ -8,6 +8,8 @@ prefill (chunked path) reproduces every argmax; one damaged weight breaks the ru
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +117,36 @@ def test_trace_lines_show_what_the_model_wrote(machine):
     assert any(x.endswith("pred = [0, 0, 0, 1]") for x in lines)  # thread 3 fails the guard
     stores = "store lane 0  store lane 1  store lane 2"
     assert any("mask 0111  st." in x and x.endswith(stores) for x in lines)
+
+
+def test_sticky_mask_one_mask_token_per_change(machine):
+    """Machine v2's sticky mask: in kernels/dot.cu thread 3 exits at once and lanes 0-2 run every
+    later pass; the model writes MASK(g=0, 0111) once, every later pass is PASS f=0 alone (version 1
+    wrote a MASK after every such PASS: 87 of the dot's 564 tokens on the 2B shape). The host reads
+    the lanes of each PASS f=0 from the last MASK, as the machine's own table does."""
+    run = run_machine(ROOT / "kernels" / "dot.cu", model=machine[1])
+    toks = P.read_all(run.trace)
+    masks = [t for t in toks if t.kind == "MASK"]
+    partial = [t for t in toks if t.kind == "PASS" and not t.full]
+    # the first MASK is lanes 0-2 of group 0; the atomic's lane-ordered loop may change it (on the
+    # test shape it runs one lane at a time: two more MASKs); never one MASK per partial pass
+    assert (masks[0].a >> 4 & 15, masks[0].a & 15) == (0, 0b0111)
+    assert all(t.a >> 4 & 15 == 0 for t in masks)
+    assert len(masks) <= 3 and len(partial) > 20
+    assert np.asarray(run.outputs["out"], dtype=np.float32).view(np.uint32).tolist() == [0x42000000]  # 32.0
+    # the trace shows each partial pass with the mask of the last MASK before it
+    want: Counter[str] = Counter()
+    cur = ""
+    for t in toks:
+        if t.kind == "MASK":
+            cur = format(t.a & 15, "04b")
+        elif t.kind == "PASS" and not t.full:
+            want[cur] += 1
+    lines: list[str] = []
+    run_machine(ROOT / "kernels" / "dot.cu", model=machine[1], trace=lines.append)
+    got = Counter(m.group(1) for x in lines if (m := re.search(r" mask (\d{4}) ", x)))
+    del got["1111"]
+    assert got == want and got["0111"] > 20
 
 
 def test_blocks_and_barriers_are_written_by_the_model(machine):
