@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qwengpu.codegen.liveness import dead_results
 from qwengpu.errors import ExecutionError, MachineLimitError
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
 from qwengpu.isa.instr import P as Pred
@@ -128,7 +129,9 @@ def encode_program(
         )
     specials = _specials(block, grid)
     rows = []
-    for ins in prog.code:
+    # results no instruction reads again are not written back (the ROM row's ``nowb`` bit)
+    dead = dead_results(prog.code)
+    for pc, ins in enumerate(prog.code):
         f: dict[str, int] = {}
         op = ins.op
         srcs = list(ins.s)
@@ -264,6 +267,7 @@ def encode_program(
         if ins.d:
             dd = ins.d[0]
             f["dst"] = dd.n
+            f["nowb"] = int(dead[pc])
         rows.append(pack_row(f))
     return rows
 
