@@ -27,7 +27,9 @@ earlier memory) carries. Memories:
   earlier block (parity differs) read as a fresh thread at pc 0, lanes waiting at a barrier of an
   earlier epoch as released: a new block or a barrier release costs one token, not one per thread.
 * ``latch`` (1 row, late): the pass's results, effective mask and kind, written at the executing
-  token and read by the following chunk / STORE tokens to emit the rest of the result.
+  token and read by the following chunk / STORE tokens to emit the rest of the result. A row
+  whose ``nowb`` bit is set (a dead result: ``codegen.liveness``) latches the kind of an op
+  without a result, so no result token follows and nothing is committed.
 
 Scheduling is the interpreter's and ``sim.py``'s: a warp instruction issues at the minimum pc of
 the warp's running lanes, lane group by lane group (groups with no lane at that pc are skipped);

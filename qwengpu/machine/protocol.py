@@ -31,6 +31,10 @@ Why a PASS does not carry its active mask: which lanes of a group sit at the pc 
 scheduler state that the late layers update; a state cannot be read and rewritten in one token,
 so the mask travels in the token that executes (PASS f=1 implies it, MASK carries it).
 
+A pass whose result is dead (no instruction reads it again: ``codegen.liveness``; the ROM row's
+``nowb`` bit) writes no result token: its PASS (or MASK) is followed directly by the next pass's,
+as for an instruction without a result, and nothing is committed.
+
 Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
 non-zero word of global memory, ``NTHREADS(n) NBLOCKS(b) DUMPLO(lo) DUMPHI(hi)`` and ``BLOCK(0)``.
 Model-written: ``PASS``/``MASK``, result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases),
