@@ -14,7 +14,8 @@ pass for pass) is executed on the ISA simulator with its register and predicate 
 Per lane group with an active lane, the result tokens of today's protocol are counted from its
 rules (``machine/circuit.py`` ``emit``: a group whose active lanes all hold one value and cover the
 group's threads costs USHORT (1, value < 1024) or three uniform chunks; otherwise each active lane
-costs SHORT (1, value < 256) or three 11-bit chunks; a predicate write is one DATA token). That
+costs SHORT (1, value < 256) or three 11-bit chunks; a predicate write is one DATA token; a dead
+result, ``codegen.liveness``, costs nothing: the ROM row's ``nowb`` bit). That
 count is compared with the result + SHORT/USHORT tokens the model really wrote (the census in
 ``--census LOG``, a ``bench/machine_weights.py --log`` file): the output says on how many kernels
 the cost model is exact and how far off the total is, so the projections below can be weighed.
@@ -173,6 +174,7 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
     """Run the weights program of one launch with its writes observed: (counts, sim stats);
     ``by_form`` (shared over launches) gathers the per-PTX-operation tokens of ``--by-ptx``;
     ``floor``: the full-ISA machine program instead (``--floor``)."""
+    from qwengpu.codegen.liveness import dead_results
     from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import run_weights
@@ -181,8 +183,14 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
     obs = Observer(by_form)
     orig_dst, orig_pdst, orig_issue = MachineSim._dst, MachineSim._pdst, MachineSim._issue
 
+    dead_of: dict[int, list[bool]] = {}
+    at = [0, []]  # the issuing pc, the program's dead results
+
     def _issue(self, w, pc, m, e):
         e2 = orig_issue(self, w, pc, m, e)
+        if id(self.prog) not in dead_of:
+            dead_of[id(self.prog)] = dead_results(self.prog.code)
+        at[0], at[1] = pc, dead_of[id(self.prog)]
         k = self.code_ptx[pc] if self.in_range[pc] else min(e2, len(self.prog.ptx) - 1)
         obs.issue(self.prog.ptx[k].form, m, w.nlanes)
         return e2
@@ -191,7 +199,8 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
         write = orig_dst(self, x)
 
         def w(warp, v, m):
-            obs.reg(np.broadcast_to(np.asarray(v, dtype=np.uint32), (32,)), m, warp.nlanes, warp.live)
+            if not at[1][at[0]]:  # a dead result is not written back (the ROM row's nowb bit)
+                    obs.reg(np.broadcast_to(np.asarray(v, dtype=np.uint32), (32,)), m, warp.nlanes, warp.live)
             write(warp, v, m)
 
         return w
@@ -200,7 +209,8 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
         write = orig_pdst(self, x)
 
         def w(warp, v, m):
-            obs.pred(m, warp.nlanes)
+            if not at[1][at[0]]:
+                obs.pred(m, warp.nlanes)
             write(warp, v, m)
 
         return w

@@ -27,7 +27,9 @@ earlier memory) carries. Memories:
   earlier block (parity differs) read as a fresh thread at pc 0, lanes waiting at a barrier of an
   earlier epoch as released: a new block or a barrier release costs one token, not one per thread.
 * ``latch`` (1 row, late): the pass's results, effective mask and kind, written at the executing
-  token and read by the following chunk / STORE tokens to emit the rest of the result.
+  token and read by the following chunk / STORE tokens to emit the rest of the result. A row
+  whose ``nowb`` bit is set (a dead result: ``codegen.liveness``) latches the kind of an op
+  without a result, so no result token follows and nothing is committed.
 
 Scheduling is the interpreter's and ``sim.py``'s: a warp instruction issues at the minimum pc of
 the warp's running lanes, lane group by lane group (groups with no lane at that pc are skipped);
@@ -115,6 +117,9 @@ ROM_FIELDS = (
     ("imm", 32),
     ("off", 32),
     ("target", P.PC_BITS),
+    # the result is dead (no instruction reads it again: ``codegen.liveness``): emitted and
+    # committed as by an op without a result (last, so the other fields keep their places)
+    ("nowb", 1),
 )
 ROM_BITS = sum(w for _, w in ROM_FIELDS)
 ROM_CHUNKS = -(-ROM_BITS // P.CHUNK)
@@ -742,9 +747,14 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     res, eff, sl, sl_short, halt = dp.res, sch.eff, tok[0:2], tok[8:10], c.const(P.ctl(P.HALT), 16)
     # ---- the late latch: results of the pass
     extra = {OP[n] for n in REG_RESULT_EXTRA}
-    kreg = c.lut(op.bits, lambda *bs: int(sum(b << i for i, b in enumerate(bs)) < REG_RESULT_OPS
-                                          or sum(b << i for i, b in enumerate(bs)) in extra))
-    kpred, kstore = _match(c, op, OP["setp"]), _match(c, op, OP["st"])
+    # a dead result (the row's ``nowb``) makes the pass one without a result: no chunk, SHORT,
+    # USHORT or predicate token follows it and nothing is committed (one neuron each, as before)
+    nowb = fx.f["nowb"][0]
+    kreg = c.lut([*op.bits, nowb], lambda *bs: int(not bs[-1] and (
+        sum(b << i for i, b in enumerate(bs[:-1])) < REG_RESULT_OPS
+        or sum(b << i for i, b in enumerate(bs[:-1])) in extra)))
+    kpred = c.all_of([b if (OP["setp"] >> i) & 1 else ~b for i, b in enumerate(op.bits)] + [~nowb])
+    kstore = _match(c, op, OP["st"])
     pairs = [(x, y) for x in range(LANES) for y in range(x + 1, LANES)]
     same = [c.any_of([~eff[x], ~eff[y], res[x] == res[y]]) for x, y in pairs]
     # a uniform chunk writes all four lanes: only when every live lane of the group takes it

@@ -39,6 +39,10 @@ per pass. The MASK step must choose the same pass as the step that wrote it (the
 is unchanged, but the choice depends on the token): r says that step restarted the round (BLOCK,
 BAR, a restarting BANK), x that it could not continue the instruction (a BANK step).
 
+A pass whose result is dead (no instruction reads it again: ``codegen.liveness``; the ROM row's
+``nowb`` bit) writes no result token: its PASS (or MASK) is followed directly by the next pass's,
+as for an instruction without a result, and nothing is committed.
+
 Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
 non-zero word of global memory, ``NTHREADS(n) NBLOCKS(b) DUMPLO(lo) DUMPHI(hi)`` and ``BLOCK(0)``.
 Model-written: ``MASK`` (when a group's mask changes), ``PASS``, result chunks, ``STORE(lane)``,

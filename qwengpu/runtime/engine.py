@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qwengpu.codegen.liveness import dead_results
 from qwengpu.errors import ExecutionError, MachineLimitError
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
 from qwengpu.isa.instr import P as Pred
@@ -128,7 +129,9 @@ def encode_program(
         )
     specials = _specials(block, grid)
     rows = []
-    for ins in prog.code:
+    # results no instruction reads again are not written back (the ROM row's ``nowb`` bit)
+    dead = dead_results(prog.code)
+    for pc, ins in enumerate(prog.code):
         f: dict[str, int] = {}
         op = ins.op
         srcs = list(ins.s)
@@ -264,6 +267,7 @@ def encode_program(
         if ins.d:
             dd = ins.d[0]
             f["dst"] = dd.n
+            f["nowb"] = int(dead[pc])
         rows.append(pack_row(f))
     return rows
 
@@ -557,7 +561,8 @@ class BoundsWatch:
     weights), and at every ``ld``/``st``/``atom`` pass forms each effective lane's address from
     them (``base + ext(a) + off``, the ISA's rule) and looks it up in the launch's buffer table
     (``extend_gmem``: the buffers plus the machine's own regions, word granularity, as the ISA
-    simulator checks). A miss raises :class:`OutOfBounds`; ``run_machine`` then words the fault."""
+    simulator checks). A miss raises :class:`OutOfBounds`; ``run_machine`` then words the fault.
+    A dead result (``nowb``) is written neither in the weights nor here; no address reads it."""
 
     def __init__(self, prog, gmem, nthreads: int) -> None:
         self.prog, self.gmem, self.nthreads = prog, gmem, nthreads
@@ -675,6 +680,7 @@ class TraceFormatter:
         self.block, self.cur, self.res = 0, None, PassResults()
         self.reader = P.Reader()
         self.masks = StickyMasks()
+        self.dead = dead_results(prog.code)  # the rows encode_program marked ``nowb``
 
     def _flush(self) -> None:
         cur, res = self.cur, self.res
@@ -692,6 +698,8 @@ class TraceFormatter:
             pv, en = res.pchunk & 15, res.pchunk >> 4 & 15
             what += "  pred = [" + ", ".join(str(pv >> x & 1) if en >> x & 1 else "-" for x in range(4)) + "]"
         what += "".join(f"  store lane {x}" for x in res.stores)
+        if pc < len(self.dead) and self.dead[pc]:
+            what += f"  ({', '.join(str(d) for d in ins.d)} dead: not written)"
         self.emit(
             f"blk {self.block:2d} warp {g >> 3} group {g & 7} pc {pc:4d} mask {mask:04b}  {ins}{what}"
         )
