@@ -101,9 +101,23 @@ def _machine_sources() -> list[Path]:
     return seen
 
 
+def config_named(name: str | None = None):
+    """The layer config the standalone machine is compiled into, by shape name (:mod:`qwengpu.shapes`):
+    ``2b`` (Qwen3.5-2B's layers, the default) or ``test`` (small and fast); None: the default
+    (``$QWENGPU_MACHINE_SHAPE``, else ``2b``)."""
+    from qwengpu.shapes import resolve_shape_name
+
+    if resolve_shape_name(name) == "2b":
+        from qwengpu.compiler import text_config
+
+        return text_config("qwen3_5_2b_text")
+    return test_config()
+
+
 def compiler_version(config=None, shape: MachineShape | None = None) -> str:
-    """A short hash of the compiler and circuit sources, ``config`` and ``shape``: the cache key."""
-    config = config if config is not None else test_config()
+    """A short hash of the compiler and circuit sources, ``config`` (None: the default machine's,
+    :func:`config_named`) and ``shape``: the cache key."""
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     h = hashlib.sha256(f"{MACHINE_FORMAT}\0transformers {_transformers_version()}".encode())
     files = sorted(p for p in (_PKG / "compiler").rglob("*") if p.is_file() and p.suffix in (".py", ".json"))
@@ -223,7 +237,7 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
     from qwengpu.compiler.checkpoint import write_sidecar
     from qwengpu.model.safetensors_stream import OutTensor, ShardWriter
 
-    config = config if config is not None else test_config()
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     t0 = time.perf_counter()
@@ -472,7 +486,7 @@ def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: 
 
     A damaged or mismatching entry is rebuilt, with one warning line on stderr. A cache that cannot
     be written (read-only, full disk) only costs the next process a rebuild: warned, not fatal."""
-    config = config if config is not None else test_config()
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     entry = cache_root(cache_dir) / version
