@@ -581,8 +581,8 @@ def _cmd_machine_cache(args: argparse.Namespace) -> int:
         state = "" if r["complete"] else "  (incomplete: an interrupted or running build)"
         sizes = (f"hidden {r['hidden_size']}, intermediate {r['intermediate_size']}, {r['layers']} layers"
                  if r.get("hidden_size") else "sizes unknown")
-        print(f"  {r['version']:<20} {r['bytes'] / 1e9:7.2f} GB  shape {r['shape_name']:<6} ({sizes})  "
-              f"last used {r['last_used']}{state}")
+        print(f"  {r['version']:<23} {r['bytes'] / 1e9:7.2f} GB  shape {r['shape_name']:<6} "
+              f"{r.get('storage') or '?':<6} ({sizes})  last used {r['last_used']}{state}")
     print(f"{ptx_dir()} {verb} {ptx_files} PTX file{'' if ptx_files == 1 else 's'}, {ptx_bytes / 1e6:.1f} MB")
     return 0
 
