@@ -41,7 +41,7 @@ import torch
 
 from qwengpu.compiler import compile_circuit
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
-from qwengpu.errors import CheckpointError
+from qwengpu.errors import CheckpointError, QwenGPUError
 from qwengpu.machine.circuit import MachineShape, build_machine, mlp_reserve
 from qwengpu.model.configs import shape_for, test_config
 
@@ -55,6 +55,22 @@ _PKG = Path(__file__).resolve().parent.parent
 _SOURCES = ("machine/circuit.py", "machine/protocol.py")
 
 Progress = Callable[[str], None] | None
+#: free disk a build needs beyond the entry's own bytes
+DISK_MARGIN = 256 << 20
+
+
+class DiskSpaceError(QwenGPUError):
+    """Not enough free disk for a machine checkpoint or cache entry (exit 1: free space, or put the
+    cache or the output folder elsewhere)."""
+
+
+def check_disk(folder: Path, need: int, what: str = "the machine's cache entry") -> None:
+    """Refuse a build that would not fit in ``folder``'s free disk, with the numbers and the remedy."""
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise DiskSpaceError(f"not enough free disk in {folder} for {what} ({need / 1e9:.2f} GB needed, "
+                             f"{free / 1e9:.2f} GB free): free some space, or use a folder on another disk "
+                             "(QWENGPU_CACHE moves the machine cache)")
 
 
 def _note(progress: Progress, msg: str) -> None:
@@ -304,9 +320,13 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     t0 = time.perf_counter()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    check_disk(out.parent, DISK_MARGIN, what=f"the machine checkpoint {out}")  # before the compile
     src = MachineTensors(config, shape, progress)
     tensors = [OutTensor(name, src.shapes[name], torch.float32, (lambda name=name: iter([src.get(name)])),
                          "machine") for name in src.names()]
+    check_disk(out.parent, sum(t.nbytes for t in tensors) + DISK_MARGIN, what=f"the machine checkpoint {out}")
 
     def fill(tmp: Path) -> dict[str, Any]:
         tmp.mkdir()
@@ -322,7 +342,10 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
         return meta
 
     _note(progress, f"writing the weights ({src.compiled.n_layers} layers, one at a time)")
-    return _publish(Path(out), overwrite, fill)
+    try:
+        return _publish(out, overwrite, fill)
+    except OSError as e:  # a disk that filled meanwhile, a folder made read-only: no traceback
+        raise CheckpointError(f"cannot write the machine checkpoint {out}: {e.strerror or e}") from None
 
 
 def _meta(version: str, config, shape: MachineShape, build_seconds: float) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qwengpu.errors import CheckpointError, QwenGPUError
+from qwengpu.errors import CheckpointError
 from qwengpu.machine.circuit import MachineShape
 from qwengpu.model import machine_checkpoint as C
 from qwengpu.model.configs import shape_for
@@ -48,12 +48,9 @@ SUFFIX = ".sparse"
 STORAGE = "sparse"
 MACHINE_DIR = "qwengpu_machine"  # as a lean mount's (qwengpu.model.lean.MACHINE_DIR)
 MACHINE_FILE = "machine.safetensors"
-#: free disk a build needs beyond the entry's own size (the entry: ~9 % of the dense bytes)
-DISK_MARGIN = 256 << 20
-
-
-class DiskSpaceError(QwenGPUError):
-    """Not enough free disk for a machine cache entry (exit 1: free space or move the cache)."""
+DISK_MARGIN = C.DISK_MARGIN
+DiskSpaceError = C.DiskSpaceError
+check_disk = C.check_disk
 
 
 def entry_path(version: str, cache_dir: str | Path | None = None) -> Path:
@@ -64,15 +61,6 @@ def entry_path(version: str, cache_dir: str | Path | None = None) -> Path:
 def _dense_bytes(src) -> int:
     """The float32 bytes of the machine's stock model, from a tensor source's shapes."""
     return sum(4 * math.prod(src.info(n)["shape"]) for n in src.names())
-
-
-def check_disk(root: Path, need: int) -> None:
-    """Refuse a build that would not fit in ``root``'s free disk, with the numbers and the remedy."""
-    free = shutil.disk_usage(root).free
-    if free < need:
-        raise DiskSpaceError(f"not enough free disk in {root} for the machine's cache entry "
-                             f"({need / 1e9:.2f} GB needed, {free / 1e9:.2f} GB free): free some space, or "
-                             "point QWENGPU_CACHE at a folder on another disk")
 
 
 def read_record(entry: Path, version: str) -> dict[str, Any]:

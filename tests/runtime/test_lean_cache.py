@@ -149,13 +149,26 @@ def test_not_enough_disk_is_refused_before_the_build(tiny, monkeypatch: pytest.M
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(S.shutil, "disk_usage", lambda p: usage(10**12, 10**12 - 10**6, 10**6))
     monkeypatch.setattr(C, "MachineTensors", lambda *a, **kw: pytest.fail("compiled on a full disk"))
-    with pytest.raises(S.DiskSpaceError, match="not enough free disk .* QWENGPU_CACHE"):
+    with pytest.raises(S.DiskSpaceError, match="not enough free disk .*QWENGPU_CACHE moves"):
         S.build_entry(cfg, SHAPE)
     monkeypatch.setenv("QWENGPU_MACHINE_SHAPE", "test")
     assert main(["run", str(ROOT / "kernels" / "dot.cu"), "-q"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: not enough free disk in ") and "Traceback" not in err
     assert not any(p.name.endswith(S.SUFFIX) for p in root.iterdir())
+
+
+def test_machine_build_checks_the_disk_before_compiling(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         capsys) -> None:
+    from qwengpu.cli import main
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(C.shutil, "disk_usage", lambda p: usage(10**12, 10**12 - 10**6, 10**6))
+    monkeypatch.setattr(C, "MachineTensors", lambda *a, **kw: pytest.fail("compiled on a full disk"))
+    assert main(["machine", "build", "--out", str(tmp_path / "m"), "-q", "--shape", "test"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: not enough free disk in ") and "the machine checkpoint" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cache_lists_the_lean_entry_and_prunes_by_version(tiny) -> None:
