@@ -88,8 +88,9 @@ def main() -> None:
     ap.add_argument("-k", default="", help="only kernels whose name contains this (several: comma-separated)")
     ap.add_argument("--max-passes", type=int, default=20000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--shape", default="test", choices=["test", "2b"],
-                    help="the standalone machine's layer shape: test, or Qwen3.5-2B's (with the multiplier)")
+    ap.add_argument("--shape", default=None, choices=["2b", "test"],
+                    help="the standalone machine's layer shape: Qwen3.5-2B's (the default, as `qwengpu run`; "
+                    "$QWENGPU_MACHINE_SHAPE overrides it) or test")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--replay", action="store_true", help="also replay each trace on the chunked path")
     ap.add_argument("--log", help="append each kernel's row to this file as a JSON line")
@@ -119,8 +120,10 @@ def main() -> None:
         test_config,
         token_census,
     )
+    from qwengpu.shapes import resolve_shape_name
     from qwengpu.spec import load_spec
 
+    args.shape = resolve_shape_name(args.shape)
     mconfig = machine_config(args.shape)
     mshape = shape_for(mconfig)
 

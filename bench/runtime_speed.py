@@ -32,6 +32,8 @@ from pathlib import Path
 
 import torch
 
+from qwengpu.shapes import default_shape_name
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -50,10 +52,11 @@ def main() -> None:
     ap.add_argument("--no-stock", action="store_true", help="skip the stock loop (no speed-up is printed)")
     ap.add_argument("--shape", action="append", choices=["test", "2b"],
                     help="the machine's layer shape: test, or Qwen3.5-2B's (with the multiplier); "
-                    "repeatable: each in turn, then a comparison (default: test)")
+                    "repeatable: each in turn, then a comparison (default: the default machine, as "
+                    "`qwengpu run`: 2b unless $QWENGPU_MACHINE_SHAPE says test)")
     args = ap.parse_args()
     kernels = args.kernel or [str(ROOT / "tests/machine_weights/kernels/vadd.cu")]
-    shapes = args.shape or ["test"]
+    shapes = args.shape or [default_shape_name()]
     torch.set_num_threads(args.threads)
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     results = {}

@@ -201,7 +201,7 @@ def run(
     args: Mapping[str, Any] | None = None,
     outputs: list[str] | None = None,
     engine: str = "machine",
-    shape: str = "test",
+    shape: str | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     shared_bytes: int = 0,
     model: str | Path | None = None,
@@ -210,7 +210,9 @@ def run(
     """Launch ``kernel`` of ``source`` (CUDA text or a ``.cu`` path) on ``engine`` with NumPy ``args``.
 
     ``engine``: ``"machine"`` (the default, as ``qwengpu run``), ``"interp"`` or ``"model"`` (needs
-    ``model``, a mount folder). ``outputs`` defaults to every pointer argument. Bad input raises a
+    ``model``, a mount folder). ``shape``: the machine's layer shape, ``"2b"`` (Qwen3.5-2B's, as every
+    mount) or ``"test"`` (small, for fast tests); None: ``$QWENGPU_MACHINE_SHAPE``, else ``"2b"``.
+    ``outputs`` defaults to every pointer argument. Bad input raises a
     :class:`qwengpu.errors.QwenGPUError` subclass.
 
     >>> import numpy as np, qwengpu
@@ -235,13 +237,14 @@ def run_spec(
     spec: str | Path | Mapping[str, Any] | None = None,
     *,
     engine: str = "machine",
-    shape: str = "test",
+    shape: str | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     model: str | Path | None = None,
     runtime: str = "fast",
 ) -> Result:
     """Launch a ``.cu`` file with a launch spec (a path, a spec dict, or ``None``: ``NAME.json`` beside
-    it), as ``qwengpu run FILE.cu --launch SPEC`` does; ``Result.passed`` checks ``expected``."""
+    it), as ``qwengpu run FILE.cu --launch SPEC`` does; ``Result.passed`` checks ``expected``;
+    ``shape`` as in :func:`run`."""
     from qwengpu.runner import run_kernel
 
     kw: dict[str, Any] = {"engine": engine, "max_steps": max_steps, "runtime": runtime, "shape": shape}

@@ -17,6 +17,7 @@ from pathlib import Path
 from qwengpu import __version__
 from qwengpu.cuda import DEFAULT_ARCH
 from qwengpu.errors import ExitCode, QwenGPUError, exit_code_table, missing_extra
+from qwengpu.shapes import SHAPE_ENV, SHAPE_HELP, SHAPES, resolve_shape_name
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS
 
 #: where transformers' optional kernels would change the numbers (stated once, where it matters)
@@ -34,7 +35,20 @@ EPILOG = """examples:
   qwengpu run k.cu --engine interp --trace   # the reference interpreter, every warp instruction
   qwengpu check kernels --engine interp      # every spec with "expected", pass/fail table
   qwengpu ptx kernels/saxpy.cu               # print the PTX `run` uses (PTX lines in errors point here)
+
+environment:
+  QWENGPU_MACHINE_SHAPE=test   run/check/eval/machine use the small test-shape machine instead of the
+                               Qwen3.5-2B-shape one (the default, as every mount; fewer tokens)
+  QWENGPU_CACHE=DIR            where the compiled machine and the PTX cache live
+                               (default $XDG_CACHE_HOME/qwengpu, else ~/.cache/qwengpu)
 """
+
+#: what each unit flag of ``MachineShape`` means (``machine info``; a flag without a note prints its name)
+UNIT_NOTES = {
+    "multiplier": "the 4-lane integer multiplier (mul.lo/hi/wide, mad; float multiplies build on it)",
+    "fadd": "four float32 adders (add/sub.rn.f32, .ftz)",
+    "fmul": "float32 multipliers (mul.rn.f32)",
+}
 
 EXIT_EPILOG = "exit codes (the same for every command; `qwengpu exit-codes`):\n" + exit_code_table() + "\n"
 
@@ -149,10 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true",
                    help="show the stages (compile, model load, launch) with tokens and tokens/s on stderr "
                    "(the default when stderr is a terminal; -q turns it off)")
-    p.add_argument("--shape", default="test", choices=["test", "2b"],
-                   help="--engine machine: the layer shape the machine is compiled into: the small test "
-                   "shape (default) or Qwen3.5-2B's, whose MLPs also hold the multiplier (fewer tokens "
-                   "for multiplies and floats; a ~9 GB checkpoint, built once)")
+    p.add_argument("--shape", default=None, choices=SHAPES,
+                   help="--engine machine (and the interpreter's machine-limit note): " + SHAPE_HELP)
     p.add_argument(
         "--runtime",
         default="fast",
@@ -181,18 +193,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="append each kernel's row to FILE as a JSON line as soon as it is done (long sweeps)")
     p.add_argument("--max-steps", type=_positive_int, default=DEFAULT_MAX_STEPS, metavar="N",
                    help="stop a runaway kernel after N warp instructions (a positive integer)")
+    p.add_argument("--shape", default=None, choices=SHAPES, help="--engine machine: " + SHAPE_HELP)
     _add_compile_flags(p)
 
     p = sub.add_parser("machine", help="the GPU compiled into the weights: limits, checkpoint, cache")
     msub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    q = msub.add_parser("info", help="print the machine's real limits")
+    q = msub.add_parser("info", help="print the machine's real limits and units")
+    q.add_argument("--shape", default=None, choices=SHAPES, help=SHAPE_HELP)
     q.add_argument("--json", action="store_true")
     q = msub.add_parser("build", help="write the machine as a stock Qwen3_5ForCausalLM checkpoint folder")
     q.add_argument("--out", required=True, metavar="DIR",
                    help="checkpoint folder to create (must be new or empty)")
-    q.add_argument("--shape", default="test", choices=["test", "2b"],
-                   help="layer shape: the small test shape (default) or Qwen3.5-2B's "
-                   "(compiler/configs/qwen3_5_2b_text.json)")
+    q.add_argument("--shape", default=None, choices=SHAPES,
+                   help=SHAPE_HELP + " (2b: compiler/configs/qwen3_5_2b_text.json)")
     q.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint folder")
     q.add_argument("--json", action="store_true")
     q = msub.add_parser("cache", help="list the on-disk caches (machine checkpoints and PTX) in "
@@ -438,6 +451,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 use_nvcc=args.nvcc,
                 max_steps=args.max_steps,
                 model_dir=args.model,
+                shape=args.shape,
             )
             if not res.checked:
                 status, detail = "skip", 'no "expected" in spec'
@@ -477,7 +491,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return ExitCode.MISMATCH if failed else ExitCode.OK
 
 
-def _machine_config(shape: str):
+def _machine_config(shape: str | None):
     from qwengpu.runtime.engine import machine_config
 
     return machine_config(shape)
@@ -488,6 +502,7 @@ def _cmd_machine_build(args: argparse.Namespace) -> int:
     from qwengpu.errors import MachineLimitError
     from qwengpu.model.machine_checkpoint import build_checkpoint, compiler_version, read_machine_sidecar
 
+    args.shape = resolve_shape_name(args.shape)
     config = _machine_config(args.shape)
     t0 = time.perf_counter()
     bar = StageProgress() if _want_progress(args) else None
@@ -566,8 +581,8 @@ def _cmd_machine_cache(args: argparse.Namespace) -> int:
         state = "" if r["complete"] else "  (incomplete: an interrupted or running build)"
         sizes = (f"hidden {r['hidden_size']}, intermediate {r['intermediate_size']}, {r['layers']} layers"
                  if r.get("hidden_size") else "sizes unknown")
-        print(f"  {r['version']:<20} {r['bytes'] / 1e9:7.2f} GB  shape {r['shape_name']:<6} ({sizes})  "
-              f"last used {r['last_used']}{state}")
+        print(f"  {r['version']:<23} {r['bytes'] / 1e9:7.2f} GB  shape {r['shape_name']:<6} "
+              f"{r.get('storage') or '?':<6} ({sizes})  last used {r['last_used']}{state}")
     print(f"{ptx_dir()} {verb} {ptx_files} PTX file{'' if ptx_files == 1 else 's'}, {ptx_bytes / 1e6:.1f} MB")
     return 0
 
@@ -577,13 +592,15 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         return _cmd_machine_build(args)
     if args.action == "cache":
         return _cmd_machine_cache(args)
-    from dataclasses import asdict
+    from dataclasses import asdict, fields
 
     from qwengpu.codegen.lowering.table import refused_opcodes
     from qwengpu.isa.limits import LIMITS, machine_limits
-    from qwengpu.machine.circuit import MachineShape
+    from qwengpu.model.configs import shape_for
 
-    shape = MachineShape()
+    name = resolve_shape_name(args.shape)
+    config = _machine_config(name)
+    shape = shape_for(config)  # the machine this shape compiles: its capacities and units
     refused = refused_opcodes()
     slice_rows = [
         ("threads_per_block", shape.threads, "threads per block (2 warps of 8 four-lane groups; 1-D)"),
@@ -593,17 +610,25 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("global_words", shape.gmem_words, "32-bit words of global memory (guard gaps included)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
+    units = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}
+    layers = {"hidden_size": int(config.hidden_size), "intermediate_size": int(config.intermediate_size)}
     if args.json:
-        print(json.dumps({"isa": asdict(LIMITS), "in_weights": {k: v for k, v, _ in slice_rows},
+        print(json.dumps({"shape": name, "layer_shape": layers, "isa": asdict(LIMITS),
+                          "in_weights": {k: v for k, v, _ in slice_rows}, "units": units,
                           "refused_opcodes": refused}))
         return 0
     print("machine ISA limits (lowering, register allocation and the ISA simulator enforce these):")
     for _, v, unit in machine_limits():
         print(f"  {v:>6}  {unit}")
-    print("\nthe machine compiled into the weights (integer datapath; mul, floats and what qwengpu/machine/")
-    print("soft*.py expand run as sequences of its ops):")
+    how = "the default" if args.shape is None else "--shape"
+    print(f"\nthe machine compiled into the weights: shape {name} ({how}; hidden {layers['hidden_size']}, "
+          f"intermediate {layers['intermediate_size']}; `--shape` or ${SHAPE_ENV} picks another):")
     for _, v, unit in slice_rows:
         print(f"  {v:>6}  {unit}")
+    print("units in the weights beside the integer datapath (what is absent runs as sequences of its ops):")
+    for unit, present in units.items():
+        note = UNIT_NOTES.get(unit, "")
+        print(f"  {'yes' if present else 'no':>6}  {unit}{f': {note}' if note else ''}")
     print(f"\nPTX the interpreter runs but the machine refuses by name: {', '.join(refused)}")
     print(f"\na launch beyond a limit is refused with a message naming the limit (exit code "
           f"{int(ExitCode.MACHINE_LIMIT)})")

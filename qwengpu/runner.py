@@ -18,6 +18,7 @@ import numpy as np
 from qwengpu.cuda import COMPILE_OPTIONS, DEFAULT_ARCH, compile_file
 from qwengpu.errors import LaunchSpecError, MachineLimitError, QwenGPUError, UsageError
 from qwengpu.ptx.parser import parse_ptx
+from qwengpu.shapes import resolve_shape_name
 from qwengpu.simt.interp import DEFAULT_MAX_STEPS, Interpreter, Stats, _find_kernel
 from qwengpu.spec import (
     LaunchSpec,
@@ -87,14 +88,15 @@ def run_kernel(
     replay: bool = False,
     device: str | None = None,
     dtype: str | None = None,
-    shape: str = "test",
+    shape: str | None = None,
     stage: Callable[[str], None] | None = None,
     machine_fit: bool = False,
 ) -> RunResult:
     """Compile, validate the spec against the kernel, launch on ``engine``, read outputs back.
 
-    ``shape`` (machine engine): the layer shape the machine is compiled into, ``test`` (the small
-    default) or ``2b`` (Qwen3.5-2B's layers, whose MLPs hold the multiplier: fewer tokens).
+    ``shape`` (machine engine; the interpreter's ``machine_fit``): the layer shape the machine is
+    compiled into, ``2b`` (Qwen3.5-2B's layers, as every mount) or ``test`` (small, for fast tests);
+    None: the default (``$QWENGPU_MACHINE_SHAPE``, else ``2b``; :mod:`qwengpu.shapes`).
 
     ``replay`` (machine engine): also feed the finished trace back in one teacher-forced prefill
     on the chunked path and check every position's argmax (``stats["chunked_replay"]``).
@@ -109,6 +111,7 @@ def run_kernel(
     cu = Path(cu_path)
     if engine not in ENGINES:
         raise QwenGPUError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    shape = resolve_shape_name(shape)
     if engine == "interp" and (device not in (None, "cpu") or dtype not in (None, "float32")):
         refuse_device_dtype(device, dtype)
     if not cu.is_file():
@@ -156,7 +159,7 @@ def run_kernel(
     if machine_fit:
         if stage is not None:
             stage("check the machine's limits")
-        reason = machine_limit_reason(module, fn, spec)
+        reason = machine_limit_reason(module, fn, spec, _machine_shape(shape))
         sd["machine_limit"] = reason.splitlines()[0] if reason else None
     result = RunResult(spec.kernel, engine, spec, outputs, sd, approximate=interp.uses_approx)
     result.mismatches = compare(spec, outputs)
@@ -172,8 +175,21 @@ def refuse_device_dtype(device: str | None, dtype: str | None) -> None:
                      "neither --device nor --dtype (they place the model engines' forward pass)")
 
 
+def _machine_shape(name: str):
+    """The :class:`MachineShape` of the named machine (its units read from its layer config), or
+    None without the ``model`` extra (then there is no machine to refuse anything)."""
+    try:
+        from qwengpu.model.configs import shape_for
+        from qwengpu.runtime.engine import machine_config
+
+        return shape_for(machine_config(name))
+    except ModuleNotFoundError:
+        return None
+
+
 def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
-    """Why the machine in the weights (the default, test-shape machine) would refuse this launch,
+    """Why the machine in the weights (``shape``: a ``MachineShape``; None: the test shape's) would
+    refuse this launch,
     or None when it fits: the same lowering and limit checks as the machine engine's ``prepare``,
     without a model (tens of milliseconds; None without the ``model`` extra). Why: the interpreter
     runs launches the machine refuses; a user trying a kernel on it should hear before switching
@@ -232,7 +248,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
 def _run_on_machine(
     cu: Path, spec_path: Path, spec: LaunchSpec, runtime: str, progress=None, trace=None, max_steps=None,
     replay: bool = False,
-    shape: str = "test",
+    shape: str | None = None,
     stage: Callable[[str], None] | None = None,
     kernel=None,
 ) -> RunResult:
@@ -253,7 +269,13 @@ def _run_on_machine(
     t0 = time.perf_counter()
     if stage is not None:
         stage(f"load the machine model ({shape} shape)")
-    _, model = machine_engine.machine_model(config)  # loaded once per process; not part of the rate
+    model, generate_fn = None, None  # loaded once per process; not part of the rate
+    if runtime == "fast" and not replay:  # the lean cache entry (~0.8 GB on the 2B shape)
+        from qwengpu.runtime.cached import fast_generate, machine_fast
+
+        generate_fn = fast_generate(machine_fast(config))
+    else:  # the stock checkpoint (the dense cache entry, built on demand)
+        _, model = machine_engine.machine_model(config)
     if stage is not None:
         stage("launch")
     t_start = time.perf_counter()
@@ -274,6 +296,7 @@ def _run_on_machine(
         interpret=lambda: run_kernel(cu, spec_path),
         config=config,
         model=model,
+        generate_fn=generate_fn,
     )
     stats = dict(run.stats)
     if replay:

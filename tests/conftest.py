@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The suite runs the small test-shape machine (qwengpu.shapes): the default, Qwen3.5-2B-shaped one is
+# a ~9 GB build that CI must not make. Set for the whole process and inherited by every subprocess
+# (CLI and README tests); tests of the default itself clear it (tests/test_default_machine.py).
+os.environ["QWENGPU_MACHINE_SHAPE"] = "test"
 
 
 @pytest.fixture

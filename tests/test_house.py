@@ -13,6 +13,7 @@ PKG = Path(__file__).resolve().parent.parent / "qwengpu"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "paths": {"errors"},  # where the caches live (QWENGPU_CACHE > XDG_CACHE_HOME > ~/.cache)
+    "shapes": {"errors"},  # the machine shape names and the default (2b; QWENGPU_MACHINE_SHAPE)
     "cuda": {"errors"},
     "ptx": {"errors"},
     "simt": {"errors", "ptx"},
@@ -32,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
 for _pkg, _deps in ALLOWED.items():
     if "errors" in _deps and _pkg != "paths":
         _deps.add("paths")
+    if "errors" in _deps and _pkg not in ("paths", "shapes"):
+        _deps.add("shapes")
 
 
 def _module_name(p: Path) -> str:

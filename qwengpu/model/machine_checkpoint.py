@@ -41,7 +41,7 @@ import torch
 
 from qwengpu.compiler import compile_circuit
 from qwengpu.compiler.checkpoint import load_compiled, save_compiled
-from qwengpu.errors import CheckpointError
+from qwengpu.errors import CheckpointError, QwenGPUError
 from qwengpu.machine.circuit import MachineShape, build_machine, mlp_reserve
 from qwengpu.model.configs import shape_for, test_config
 
@@ -55,6 +55,22 @@ _PKG = Path(__file__).resolve().parent.parent
 _SOURCES = ("machine/circuit.py", "machine/protocol.py")
 
 Progress = Callable[[str], None] | None
+#: free disk a build needs beyond the entry's own bytes
+DISK_MARGIN = 256 << 20
+
+
+class DiskSpaceError(QwenGPUError):
+    """Not enough free disk for a machine checkpoint or cache entry (exit 1: free space, or put the
+    cache or the output folder elsewhere)."""
+
+
+def check_disk(folder: Path, need: int, what: str = "the machine's cache entry") -> None:
+    """Refuse a build that would not fit in ``folder``'s free disk, with the numbers and the remedy."""
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise DiskSpaceError(f"not enough free disk in {folder} for {what} ({need / 1e9:.2f} GB needed, "
+                             f"{free / 1e9:.2f} GB free): free some space, or use a folder on another disk "
+                             "(QWENGPU_CACHE moves the machine cache)")
 
 
 def _note(progress: Progress, msg: str) -> None:
@@ -101,9 +117,23 @@ def _machine_sources() -> list[Path]:
     return seen
 
 
+def config_named(name: str | None = None):
+    """The layer config the standalone machine is compiled into, by shape name (:mod:`qwengpu.shapes`):
+    ``2b`` (Qwen3.5-2B's layers, the default) or ``test`` (small and fast); None: the default
+    (``$QWENGPU_MACHINE_SHAPE``, else ``2b``)."""
+    from qwengpu.shapes import resolve_shape_name
+
+    if resolve_shape_name(name) == "2b":
+        from qwengpu.compiler import text_config
+
+        return text_config("qwen3_5_2b_text")
+    return test_config()
+
+
 def compiler_version(config=None, shape: MachineShape | None = None) -> str:
-    """A short hash of the compiler and circuit sources, ``config`` and ``shape``: the cache key."""
-    config = config if config is not None else test_config()
+    """A short hash of the compiler and circuit sources, ``config`` (None: the default machine's,
+    :func:`config_named`) and ``shape``: the cache key."""
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     h = hashlib.sha256(f"{MACHINE_FORMAT}\0transformers {_transformers_version()}".encode())
     files = sorted(p for p in (_PKG / "compiler").rglob("*") if p.is_file() and p.suffix in (".py", ".json"))
@@ -208,6 +238,72 @@ def _publish(out: Path, overwrite: bool, fill: Callable[[Path], dict[str, Any]])
     return out
 
 
+class MachineTensors:
+    """The machine compiled into ``config``'s layers, its stock weights produced by name, one decoder
+    layer at a time (the previous one is dropped when the next is asked for): what the streamed
+    checkpoint writer and the sparse cache entry (:mod:`qwengpu.model.machine_sparse`) read, so
+    neither holds the whole float32 model (~9 GB on the 2B shape)."""
+
+    def __init__(self, config, shape: MachineShape, progress: Progress = None) -> None:
+        from transformers import Qwen3_5ForCausalLM
+
+        from qwengpu.compiler.build import TokenIO, model_config
+
+        _note(progress, "compiling the machine circuit")
+        self.compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
+        self.io = TokenIO.of(self.compiled)
+        if self.io.vocab_size != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
+            raise CheckpointError(f"the machine model has vocab_size {self.io.vocab_size}, not {VOCAB_SIZE}")
+        self.cfg = model_config(self.compiled, self.io.vocab_size)
+        self.cfg.dtype = torch.float32
+        with torch.device("meta"):
+            skeleton = Qwen3_5ForCausalLM(self.cfg)
+        self.shapes = {name: tuple(t.shape) for name, t in skeleton.state_dict().items()}
+        self.progress = progress
+        self.held: dict[int, dict[str, torch.Tensor]] = {}
+
+    def names(self) -> list[str]:
+        """Every weight's name, in the stock model's ``state_dict`` order."""
+        return list(self.shapes)
+
+    def info(self, name: str) -> dict[str, Any]:
+        """The safetensors header entry's fields a reader uses (dtype, shape)."""
+        return {"dtype": "F32", "shape": list(self.shapes[name])}
+
+    def _layer(self, i: int, leaf: str) -> torch.Tensor:
+        from transformers.initialization import no_init_weights
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+
+        from qwengpu.compiler.build import write_layer
+
+        if i not in self.held:  # the next layer: build it, drop the previous one
+            self.held.clear()
+            with no_init_weights():
+                layer = Qwen3_5DecoderLayer(self.cfg, i)
+            write_layer(layer, self.compiled.layers[i], self.compiled, self.cfg)
+            self.held[i] = {k: v.detach() for k, v in layer.state_dict().items()}
+            _note(self.progress, f"layer {i + 1}/{self.compiled.n_layers} written")
+        return self.held[i][leaf]
+
+    def get(self, name: str) -> torch.Tensor:
+        """The weight ``name`` as the stock model holds it (float32)."""
+        from qwengpu.compiler.build import embedding_rows, head_rows
+
+        if name.startswith("model.layers."):
+            _, _, i, leaf = name.split(".", 3)
+            return self._layer(int(i), leaf)
+        if name == "model.embed_tokens.weight":
+            return embedding_rows(self.compiled, self.io)
+        if name == "lm_head.weight":
+            return head_rows(self.compiled, self.io)
+        if name == "model.norm.weight":
+            return torch.full(self.shapes[name], self.compiled.residual.norm_weight)
+        raise CheckpointError(f"internal: unexpected machine parameter {name}")  # pragma: no cover
+
+    def release(self) -> None:
+        self.held.clear()
+
+
 def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None, *, overwrite: bool = False,
                       progress: Progress = None) -> Path:
     """Compile the machine and write it to ``out`` one decoder layer at a time: the same tensors as
@@ -215,70 +311,41 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
     than one layer (plus the embedding and head) in memory. Why: the 2B-shape machine is ~9 GB in
     float32, and a first ``qwengpu build`` of a 2B mount builds it; held whole, it set that build's
     peak memory (9.8 GiB measured) above the mount's own streaming (~2 GiB)."""
-    from transformers import GenerationConfig, Qwen3_5ForCausalLM
-    from transformers.initialization import no_init_weights
-    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+    from transformers import GenerationConfig
 
-    from qwengpu.compiler.build import TokenIO, embedding_rows, head_rows, model_config, write_layer
     from qwengpu.compiler.checkpoint import write_sidecar
     from qwengpu.model.safetensors_stream import OutTensor, ShardWriter
 
-    config = config if config is not None else test_config()
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     t0 = time.perf_counter()
-    _note(progress, "compiling the machine circuit")
-    compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
-    io = TokenIO.of(compiled)
-    if io.vocab_size != VOCAB_SIZE:  # pragma: no cover - protocol.py guarantees it
-        raise CheckpointError(f"the machine model has vocab_size {io.vocab_size}, not {VOCAB_SIZE}")
-    cfg = model_config(compiled, io.vocab_size)
-    cfg.dtype = torch.float32
-    with torch.device("meta"):
-        skeleton = Qwen3_5ForCausalLM(cfg)
-    held: dict[int, dict[str, torch.Tensor]] = {}
-
-    def layer_tensor(i: int, leaf: str) -> torch.Tensor:
-        if i not in held:  # the next layer: build it, drop the previous one
-            held.clear()
-            with no_init_weights():
-                layer = Qwen3_5DecoderLayer(cfg, i)
-            write_layer(layer, compiled.layers[i], compiled, cfg)
-            held[i] = {k: v.detach() for k, v in layer.state_dict().items()}
-            _note(progress, f"layer {i + 1}/{compiled.n_layers} written")
-        return held[i][leaf]
-
-    def tensor(name: str, shape: tuple[int, ...]) -> torch.Tensor:
-        if name.startswith("model.layers."):
-            _, _, i, leaf = name.split(".", 3)
-            return layer_tensor(int(i), leaf)
-        if name == "model.embed_tokens.weight":
-            return embedding_rows(compiled, io)
-        if name == "lm_head.weight":
-            return head_rows(compiled, io)
-        if name == "model.norm.weight":
-            return torch.full(shape, compiled.residual.norm_weight)
-        raise CheckpointError(f"internal: unexpected machine parameter {name}")  # pragma: no cover
-
-    tensors = [OutTensor(name, tuple(t.shape), torch.float32,
-                         (lambda name=name, shape=tuple(t.shape): iter([tensor(name, shape)])), "machine")
-               for name, t in skeleton.state_dict().items()]
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    check_disk(out.parent, DISK_MARGIN, what=f"the machine checkpoint {out}")  # before the compile
+    src = MachineTensors(config, shape, progress)
+    tensors = [OutTensor(name, src.shapes[name], torch.float32, (lambda name=name: iter([src.get(name)])),
+                         "machine") for name in src.names()]
+    check_disk(out.parent, sum(t.nbytes for t in tensors) + DISK_MARGIN, what=f"the machine checkpoint {out}")
 
     def fill(tmp: Path) -> dict[str, Any]:
         tmp.mkdir()
         sums = ShardWriter(tmp / "model.safetensors", tensors).write_all()
-        held.clear()
-        cfg.save_pretrained(tmp)
-        GenerationConfig.from_model_config(cfg).save_pretrained(tmp)
-        write_sidecar(tmp, compiled, "float32")
+        src.release()
+        src.cfg.save_pretrained(tmp)
+        GenerationConfig.from_model_config(src.cfg).save_pretrained(tmp)
+        write_sidecar(tmp, src.compiled, "float32")
         for p in tmp.iterdir():
             _fsync(p)
         meta = _meta(version, config, shape, time.perf_counter() - t0)
         meta[TENSOR_SUMS] = sums  # per tensor: a damaged entry is then refused by name (check_entry)
         return meta
 
-    _note(progress, f"writing the weights ({compiled.n_layers} layers, one at a time)")
-    return _publish(Path(out), overwrite, fill)
+    _note(progress, f"writing the weights ({src.compiled.n_layers} layers, one at a time)")
+    try:
+        return _publish(out, overwrite, fill)
+    except OSError as e:  # a disk that filled meanwhile, a folder made read-only: no traceback
+        raise CheckpointError(f"cannot write the machine checkpoint {out}: {e.strerror or e}") from None
 
 
 def _meta(version: str, config, shape: MachineShape, build_seconds: float) -> dict[str, Any]:
@@ -472,7 +539,7 @@ def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: 
 
     A damaged or mismatching entry is rebuilt, with one warning line on stderr. A cache that cannot
     be written (read-only, full disk) only costs the next process a rebuild: warned, not fatal."""
-    config = config if config is not None else test_config()
+    config = config if config is not None else config_named()
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     entry = cache_root(cache_dir) / version
@@ -548,6 +615,7 @@ def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
         cfg = meta.get("config", {})
         rows.append({"version": p.name, "path": str(p), "bytes": size,
                      "complete": bool(meta) and not p.name.startswith("."),
+                     "storage": meta.get("storage", "dense") if meta else None,
                      "shape": meta.get("shape"), "shape_name": _shape_name(meta),
                      "hidden_size": cfg.get("hidden_size"), "intermediate_size": cfg.get("intermediate_size"),
                      "layers": cfg.get("num_hidden_layers"),
@@ -558,15 +626,25 @@ def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:
 
 def prune(cache_dir: str | Path | None = None, keep: int = KEEP_ENTRIES,
           protect: str | None = None) -> list[Path]:
-    """Remove all but the ``keep`` most recently used complete entries (never ``protect``), and
+    """Remove the entries of all but the ``keep`` most recently used compiler versions (a version's
+    dense entry ``<v>`` and lean entry ``<v>.sparse`` count as one; never ``protect``'s), and
     temporary folders that interrupted builds left more than an hour ago."""
+
+    def version_of(name: str) -> str:
+        return name.removesuffix(".sparse")
+
     removed = []
     rows = cache_entries(cache_dir)
     complete = [r for r in rows if r["complete"]]
+    kept: list[str] = []
+    for r in complete:  # most recently used first
+        if version_of(r["version"]) not in kept:
+            kept.append(version_of(r["version"]))
+    old = [r for r in complete if version_of(r["version"]) not in kept[:keep]]
     stale = [r for r in rows if not r["complete"] and r["version"].startswith(".")
              and time.time() - r["used_at"] > STALE_SECONDS]
-    for r in complete[keep:] + stale:
-        if r["version"] != protect:
+    for r in old + stale:
+        if protect is None or version_of(r["version"]) != version_of(protect):
             shutil.rmtree(r["path"], ignore_errors=True)
             removed.append(Path(r["path"]))
     return removed

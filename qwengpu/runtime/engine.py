@@ -30,26 +30,22 @@ M32 = 0xFFFFFFFF
 _MODEL_CACHE: dict[tuple, tuple] = {}
 
 
-def machine_config(shape: str = "test"):
-    """The layer shape the standalone machine is compiled into, by name: ``test`` (the small
-    default) or ``2b`` (Qwen3.5-2B's layers, whose MLPs also hold the multiplier)."""
-    if shape == "2b":
-        from qwengpu.compiler import text_config
+def machine_config(shape: str | None = None):
+    """The layer shape the standalone machine is compiled into, by name: ``2b`` (Qwen3.5-2B's layers,
+    as every mount; the default) or ``test`` (small and fast, for tests); None: the default
+    (``$QWENGPU_MACHINE_SHAPE``, else ``2b``: :mod:`qwengpu.shapes`)."""
+    from qwengpu.model.machine_checkpoint import config_named
 
-        return text_config("qwen3_5_2b_text")
-    if shape != "test":
-        from qwengpu.errors import QwenGPUError
-
-        raise QwenGPUError(f"unknown machine shape {shape!r} (test or 2b)")
-    return test_config()
+    return config_named(shape)
 
 
 def machine_model(config=None, shape: MachineShape | None = None):
-    """(circuit IO, stock model) for ``config``: from the on-disk cache or built (and cached there,
+    """(circuit IO, stock model) for ``config`` (None: the default machine's, :func:`machine_config`):
+    from the on-disk cache or built (and cached there,
     :func:`qwengpu.model.machine_checkpoint.load_or_build`), once per process."""
     from qwengpu.model.machine_checkpoint import load_or_build
 
-    config = config if config is not None else test_config()
+    config = config if config is not None else machine_config()
     shape = shape if shape is not None else shape_for(config)
     key = (repr(config.to_dict()), shape)
     if key not in _MODEL_CACHE:
@@ -780,8 +776,10 @@ def run_machine(
     """
     from qwengpu.spec import compare, read_outputs
 
+    if config is None and shape is None:  # the default machine (``machine_config``): its shape
+        config = machine_config()
     if shape is None:
-        shape = shape_for(config if config is not None else test_config())
+        shape = shape_for(config)
     spec, prog, prompt, gmem, (lo, hi) = prepare(cu_path, spec_path, shape)
     if model is None and generate_fn is None:
         _, model = machine_model(config, shape)

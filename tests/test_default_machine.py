@@ -1,0 +1,166 @@
+"""One machine everywhere: ``qwengpu run``/``check``/``machine``, the API and the runner default to the
+Qwen3.5-2B-shape machine (the one every mount uses); ``--shape test`` / ``QWENGPU_MACHINE_SHAPE=test``
+pick the small test shape. Nothing here builds or loads a machine: the resolved shape and config are
+checked where the engine would take them (the suite itself runs on the test shape, tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qwengpu.errors import QwenGPUError, UsageError
+from qwengpu.shapes import SHAPE_ENV, default_shape_name, resolve_shape_name
+
+ROOT = Path(__file__).resolve().parent.parent
+DOT = ROOT / "kernels" / "dot.cu"
+# Qwen3.5-2B's layer sizes, read from the packaged config file itself (not from qwengpu's code)
+TWO_B = json.loads((ROOT / "qwengpu" / "compiler" / "configs" / "qwen3_5_2b_text.json").read_text())
+
+
+class Stop(QwenGPUError):
+    """Raised by the stand-ins below where the real code would start building or loading a machine."""
+
+
+def test_the_suite_runs_the_test_shape() -> None:
+    assert os.environ[SHAPE_ENV] == "test" and default_shape_name() == "test"
+
+
+def test_default_is_2b_and_the_environment_overrides_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SHAPE_ENV, raising=False)
+    assert default_shape_name() == "2b" and resolve_shape_name(None) == "2b"
+    assert resolve_shape_name("test") == "test"
+    monkeypatch.setenv(SHAPE_ENV, "TEST")
+    assert default_shape_name() == "test"
+    monkeypatch.setenv(SHAPE_ENV, "")
+    assert default_shape_name() == "2b"
+    monkeypatch.setenv(SHAPE_ENV, "7b")
+    with pytest.raises(UsageError, match=f"{SHAPE_ENV}='7b' is not a machine shape"):
+        default_shape_name()
+    with pytest.raises(UsageError, match="unknown machine shape 'huge'"):
+        resolve_shape_name("huge")
+
+
+def test_default_config_and_cache_key_are_the_2b_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qwengpu.model.configs import shape_for
+    from qwengpu.model.machine_checkpoint import compiler_version
+    from qwengpu.runtime.engine import machine_config
+
+    monkeypatch.delenv(SHAPE_ENV, raising=False)
+    cfg = machine_config()
+    for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "linear_num_value_heads"):
+        assert getattr(cfg, k) == TWO_B[k], k
+    assert shape_for(cfg).multiplier  # the 2B shape's MLPs hold the multiplier
+    assert compiler_version() == compiler_version(machine_config("2b"))
+    assert compiler_version() != compiler_version(machine_config("test"))
+    monkeypatch.setenv(SHAPE_ENV, "test")
+    assert machine_config().intermediate_size != TWO_B["intermediate_size"]
+    assert not shape_for(machine_config()).multiplier
+
+
+@pytest.fixture
+def machine_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The shape each machine launch asked for, stopped before any model is built or loaded."""
+    import qwengpu.runner as R
+
+    seen: list[str] = []
+
+    def fake(cu, spec_path, spec, runtime, progress=None, trace=None, max_steps=None, replay=False,
+             shape=None, stage=None, kernel=None):
+        seen.append(shape)
+        raise Stop("stopped before the model load")
+
+    monkeypatch.setattr(R, "_run_on_machine", fake)
+    monkeypatch.delenv(SHAPE_ENV, raising=False)
+    return seen
+
+
+def test_runner_and_api_default_to_2b(machine_seen: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import qwengpu
+    from qwengpu.runner import run_kernel
+
+    for launch in (lambda **kw: run_kernel(DOT, engine="machine", **kw),
+                   lambda **kw: qwengpu.run_spec(DOT, **kw)):
+        with pytest.raises(Stop):
+            launch()
+        with pytest.raises(Stop):
+            launch(shape="test")
+    monkeypatch.setenv(SHAPE_ENV, "test")
+    with pytest.raises(Stop):
+        qwengpu.run("__global__ void k(int* o) { o[threadIdx.x] = 1; }", block=4,
+                    args={"o": __import__("numpy").zeros(4, "int32")})
+    assert machine_seen == ["2b", "test", "2b", "test", "test"]
+
+
+def test_cli_run_and_check_default_to_2b(machine_seen: list[str], capsys: pytest.CaptureFixture) -> None:
+    from qwengpu.cli import main
+
+    assert main(["run", str(DOT), "-q"]) == Stop.exit_code
+    assert main(["run", str(DOT), "-q", "--shape", "test"]) == Stop.exit_code
+    assert main(["check", str(DOT), "-q"]) != 0  # check reports the stop as that kernel's ERROR row
+    assert machine_seen == ["2b", "test", "2b"]
+    assert "stopped before the model load" in capsys.readouterr().out
+
+
+def test_machine_build_defaults_to_2b(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import qwengpu.model.machine_checkpoint as C
+    from qwengpu.cli import main
+
+    seen = []
+
+    def fake(out, config=None, shape=None, **kw):
+        seen.append(int(config.intermediate_size))
+        raise Stop("stopped before the build")
+
+    monkeypatch.setattr(C, "build_checkpoint", fake)
+    monkeypatch.delenv(SHAPE_ENV, raising=False)
+    assert main(["machine", "build", "--out", str(tmp_path / "m"), "-q"]) == Stop.exit_code
+    assert main(["machine", "build", "--out", str(tmp_path / "m"), "-q", "--shape", "test"]) == Stop.exit_code
+    assert seen[0] == TWO_B["intermediate_size"] and seen[1] != TWO_B["intermediate_size"]
+
+
+def _cli(*args: str, env_shape: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != SHAPE_ENV}
+    if env_shape is not None:
+        env[SHAPE_ENV] = env_shape
+    return subprocess.run([sys.executable, "-m", "qwengpu", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=120)
+
+
+def test_machine_info_prints_the_default_machine_and_its_units() -> None:
+    from dataclasses import fields
+
+    from qwengpu.model.configs import shape_for
+    from qwengpu.runtime.engine import machine_config
+
+    for env_shape, want in ((None, "2b"), ("test", "test")):
+        p = _cli("machine", "info", "--json", env_shape=env_shape)
+        assert p.returncode == 0, p.stderr
+        info = json.loads(p.stdout)
+        shape = shape_for(machine_config(want))
+        flags = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}
+        assert info["shape"] == want and info["units"] == flags and "multiplier" in flags
+        assert info["in_weights"]["program"] == shape.rom_rows
+    assert info["layer_shape"]["intermediate_size"] != TWO_B["intermediate_size"]  # the test shape, last
+    text = _cli("machine", "info", env_shape=None)
+    assert text.returncode == 0 and "shape 2b (the default" in text.stdout
+    assert f"intermediate {TWO_B['intermediate_size']}" in text.stdout and "yes  multiplier" in text.stdout
+    bad = _cli("machine", "info", env_shape="big")
+    assert bad.returncode == 2 and bad.stderr.startswith(f"error: {SHAPE_ENV}='big'"), bad.stderr
+
+
+def test_help_names_the_default_and_the_environment_variable() -> None:
+    from qwengpu.cli import build_parser
+
+    ap = build_parser()
+    assert SHAPE_ENV in ap.format_help()
+    sub = next(a for a in ap._actions if a.dest == "cmd")  # noqa: SLF001
+    for name in ("run", "check"):
+        text = " ".join(sub.choices[name].format_help().split())
+        assert SHAPE_ENV in text and "the default" in text, name
+    assert ap.parse_args(["run", "k.cu"]).shape is None  # resolved at run time: the env var counts
