@@ -34,7 +34,8 @@ These are upper bounds of what an encoding can save on results alone; the PASS a
 (24 % of the corpus) are not touched by them.
 
 ``--by-ptx``: the same cost model plus one PASS token per lane-group pass and a MASK token where
-the active lanes are not all the group's threads, each charged to the PTX instruction whose machine
+the active lanes are not all the group's threads and differ from the group's last MASK (the
+sticky mask), each charged to the PTX instruction whose machine
 code issued it (``MachineSim``'s PTX map; routines count for the instruction that called them):
 tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
 before it is built. ``--native``: the lowering with the multiplier and the float adders (the
@@ -94,6 +95,7 @@ class Observer:
         self.c: Counter = Counter()
         self.form = ""
         self.by_form: dict[str, Counter] = {} if by_form is None else by_form
+        self.sticky: dict[int, tuple[bool, ...]] = {}  # per group: the mask of its last MASK token
 
     def issue(self, form: str, m: np.ndarray | None, nthreads: int) -> None:
         """One machine warp instruction of PTX form ``form``: its PASS and MASK tokens."""
@@ -106,7 +108,11 @@ class Observer:
             a, t = act[4 * g:4 * g + 4] & threads[4 * g:4 * g + 4], threads[4 * g:4 * g + 4]
             if a.any():
                 f["pass"] += 1
-                f["mask"] += bool((t & ~a).any())
+                # machine v2's sticky mask: a MASK token only where a partial mask differs from the
+                # group's last one (a full pass leaves the group's entry as it was)
+                if (t & ~a).any() and self.sticky.get(g) != tuple(a.tolist()):
+                    f["mask"] += 1
+                    self.sticky[g] = tuple(a.tolist())
 
     def _charge(self, n: int) -> None:
         if self.form:
