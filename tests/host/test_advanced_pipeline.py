@@ -193,7 +193,9 @@ def test_damaged_machine_weight_breaks_the_launch(mounted_chat, launcher):
     try:
         with torch.no_grad():
             w[h] = -old
-        o = RunnerLauncher(engine="machine", max_steps=20).launch(ADD, add_spec(2, 40))
+        # the stock runtime runs machine_model()'s module, the one damaged here (the fast runtime
+            # gathers its own copy from the lean cache: tests/runtime damage that one)
+            o = RunnerLauncher(engine="machine", runtime="stock", max_steps=20).launch(ADD, add_spec(2, 40))
     finally:
         with torch.no_grad():
             w[h] = old

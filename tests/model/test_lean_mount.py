@@ -78,7 +78,7 @@ def test_folder_is_the_base_verbatim_plus_the_machine_sparse(lean_causal, small_
     machine = (lean_causal / MACHINE_DIR / MACHINE_FILE).stat().st_size
     assert size <= base + rec["machine_dense_bytes"]  # the target: at most the base plus the machine
     assert machine < rec["machine_dense_bytes"] / 4  # stored sparse (~12 % of dense here)
-    assert rec["machine_layers"] == 39 and rec["base_vocab"] == 1024 and rec["layout"] == "causal"
+    assert rec["machine_layers"] == 40 and rec["base_vocab"] == 1024 and rec["layout"] == "causal"
 
 
 def test_sparse_round_trip_keeps_every_bit():

@@ -16,8 +16,16 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 # sha256 of the float32 logits' bytes (prefill of 24 tokens, then one decode token), measured with
-# transformers 5.24.0 and torch 2.13.0+cpu.
-EXPECTED = "d03256acdf7bc420cf46caf484134c24ab86de31f76ceb06423989c0a4109465"
+# transformers 5.24.0 and torch 2.13.0+cpu. The bits also depend on the CPU's kernels (torch's
+# vector ISA and the CPU model: the same wheel gave different bits on the two project machines),
+# so the tested set is one fingerprint per measured platform (rounding-sensitive random weights;
+# the machine's circuits compute exactly and do not depend on it).
+EXPECTED_SET = {
+    "d03256acdf7bc420cf46caf484134c24ab86de31f76ceb06423989c0a4109465",  # 2026-12-04's machine
+    "fd980c56fd5bb7643aa8da100231f1dbcd856dbeb8ec15bafefba2f5348280f1",  # 2026-12-05's, AVX512
+    "6ede2d95cb87a727cb3bb5385513e49e873d091889b384e84cd02602640fdbce",  # the same, ATEN AVX2
+    "d0d45f2ebd21182f0d2717a155cfa4fd892d3bd5fb031f28dc96adc6dca47df0",  # the same, ATEN DEFAULT
+}
 
 
 def _fingerprint() -> str:
@@ -47,7 +55,8 @@ def _fingerprint() -> str:
 
 def test_stock_qwen3_5_forward_bits_are_the_tested_ones():
     got = _fingerprint()
-    assert got == EXPECTED, (
+    cap = torch.backends.cpu.get_cpu_capability()
+    assert got in EXPECTED_SET, (
         f"the stock Qwen3.5 forward's bits changed (transformers {transformers.__version__}, torch "
-        f"{torch.__version__}; tested: transformers 5.24.0, torch 2.13.0): re-run the exactness suites "
-        f"before trusting launches on this release (fingerprint {got})")
+        f"{torch.__version__}, CPU capability {cap}; tested: transformers 5.24.0, torch 2.13.0): re-run the "
+        f"exactness suites before trusting launches on this release or CPU (fingerprint {got})")
