@@ -179,6 +179,9 @@ def test_reply_cut_off_mid_call_is_sent_back(mounted_chat, launcher):
     assert turn.status == "computed"
 
 
+# the stock forward writes 800 tokens before the step limit: ~260 s on 2 cores; the default run has the
+# fast path's control below and tests/machine_weights' damaged stock weight
+@pytest.mark.slow
 def test_damaged_machine_weight_breaks_the_launch(mounted_chat, launcher):
     """Negative control: the result really comes from the compiled weights. Negating the output-head
     row of the HALT token (a compiled weight) means the model never writes HALT: no result."""
@@ -201,6 +204,29 @@ def test_damaged_machine_weight_breaks_the_launch(mounted_chat, launcher):
             w[h] = old
     assert not o.ok and o.kind == "step_limit" and o.outputs == {}
     assert launcher.launch(ADD, add_spec(2, 40)).outputs == {"out": [42]}
+
+
+def test_damaged_weight_of_the_default_fast_path_breaks_the_launch():
+    """Negative control of the DEFAULT path (``qwengpu run``: the fast runtime gathered from the
+    machine's lean cache entry, not the stock module): negate the HALT row of the output head that
+    fast model gathered (its copy of a compiled weight): the model never writes HALT, no result;
+    restored, the same launch computes 42."""
+    from qwengpu.machine import protocol as P
+    from qwengpu.runtime.cached import machine_fast
+    from qwengpu.runtime.fast import Head
+
+    fast = machine_fast()  # the process's default fast model: what RunnerLauncher runs below
+    head, h = fast.head, P.ctl(P.HALT)
+    w = head.w.copy()
+    w[h] = -w[h]
+    fast.head = Head(head.final, w, shortcuts=head.shortcuts)
+    try:
+        o = RunnerLauncher(engine="machine", max_steps=20).launch(ADD, add_spec(2, 40))
+    finally:
+        fast.head = head
+    assert not o.ok and o.kind == "step_limit" and o.outputs == {}
+    ok = RunnerLauncher(engine="machine", max_steps=2_000).launch(ADD, add_spec(2, 40))
+    assert ok.outputs == {"out": [42]}
 
 
 def test_model_replier_streams_what_greedy_decoding_writes(chat_model):
