@@ -431,13 +431,15 @@ def check_against_kernel(
 
 
 def bind(spec: LaunchSpec, fn: Function) -> Bound:
-    """Allocate buffers (in argument order) and pack the parameter bytes."""
+    """Allocate buffers and pack the parameter bytes. The output buffers come first (in argument
+    order), then the others: the machine reads results back as one range of words, so outputs
+    placed together keep the other buffers out of it."""
     gmem = GlobalMemory()
     buffers: dict[str, int] = {}
-    for a in spec.args:
-        if a.is_ptr:
-            assert a.data is not None
-            buffers[a.name] = gmem.alloc(a.name, a.data.tobytes())
+    ptrs = [a for a in spec.args if a.is_ptr]
+    for a in sorted(ptrs, key=lambda a: a.name not in spec.outputs):  # stable: outputs first
+        assert a.data is not None
+        buffers[a.name] = gmem.alloc(a.name, a.data.tobytes())
     gmem.finalize()
     out = bytearray()
     for a, p in zip(spec.args, fn.params, strict=True):

@@ -158,7 +158,7 @@ def test_hwcheck_without_gpu_says_so():
     _no_traceback(p)
 
 
-OOB_SRC = """__device__ int load(const int* p, int i) { return p[i + 8]; }
+OOB_SRC = """__device__ int load(const int* p, int i) { return p[i + 4]; }
 extern "C" __global__ void oob(const int* a, int* out) {
   int i = threadIdx.x;
   out[i] = load(a, i) + warpSize;

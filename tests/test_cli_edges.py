@@ -135,7 +135,7 @@ def test_launch_over_memory_says_what_it_needs_and_what_the_machine_has(tmp_path
     big = _big(tmp_path)
     p = cli("run", str(big))  # the machine engine refuses it before loading the model
     assert p.returncode == 6, p.stderr
-    assert "need 2064 words of global memory; the machine in the weights has 1024" in p.stderr
+    assert "need 2004 words of global memory; the machine in the weights has 1024" in p.stderr
     assert "keeps words" not in p.stderr and "(none)" not in p.stderr
 
 

@@ -524,3 +524,25 @@ def test_dbl_kernel_floor_of_a_double() -> None:
     assert r.outputs["out"].tobytes() == want_out.tobytes()
     assert r.outputs["dout"].tobytes() == np.array(want_dout, dtype=np.float64).tobytes()
     assert r.outputs["iout"].tolist() == want_iout
+
+
+def test_global_layout_is_compact_and_guarded():
+    """Buffers start 16-byte aligned (what v4 accesses need) with 16 to 31 bytes between them (and 16
+    before the first): an access up to 4 words past a buffer's end or before its start lands in no
+    buffer and faults (version 1 aligned to 256 bytes with a 256-byte guard: a 128-word slot per
+    small buffer in the machine's 1,024-word memory)."""
+    from qwengpu.simt.memory import GLOBAL_BASE, GlobalMemory
+
+    gmem = GlobalMemory()
+    a = gmem.alloc("a", bytes(12))
+    b = gmem.alloc("b", bytes(3))
+    c = gmem.alloc("c", bytes(40))
+    gmem.finalize()
+    assert [x - GLOBAL_BASE for x in (a, b, c)] == [16, 48, 80]
+    starts = np.array([a, b, c], dtype=np.uint64)
+    assert gmem.check(starts, 1).all() and gmem.check(np.array([c + 36], dtype=np.uint64), 4).all()
+    for base, size in ((a, 12), (b, 3), (c, 40)):
+        past = np.arange(base + size, base + size + 16, dtype=np.uint64)
+        before = np.arange(base - 16, base, dtype=np.uint64)
+        assert not gmem.check(past, 1).any() and not gmem.check(before, 1).any()
+    assert not gmem.check(np.array([b], dtype=np.uint64), 4).any()  # 4 bytes of a 3-byte buffer

@@ -149,6 +149,28 @@ def test_sticky_mask_one_mask_token_per_change(machine):
     assert got == want and got["0111"] > 20
 
 
+def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
+    """Capacity of the global arena: six buffers (five inputs of 180 words, one output) end at word 928 of
+    the machine's 1,024 words with 16-byte alignment and guards; the model reads each input at its
+    far end and writes what the kernel means (out[t] = sum over k of (k+1) * (10(k+1) + t)). With
+    version 1's layout (256-byte alignment and guard: a 128-word slot per small buffer) the same
+    launch needs 1,396 words and is refused, naming the sizes."""
+    from qwengpu.simt import memory
+
+    run = run_machine(K / "tails.cu", model=machine[1])
+    assert run.passed and run.outputs["out"].tolist() == [550 + 15 * t for t in range(4)]
+    assert run.stats["addresses_checked"] > 0
+    gmem = prepare(K / "tails.cu")[3]
+    own = [b for b in gmem.buffers if b.name != "(machine regions)"]
+    assert [b.name for b in own][0] == "out"  # outputs first: the dump is their range only
+    assert all(b.start % 16 == 0 for b in own)
+    assert max((b.start - memory.GLOBAL_BASE + b.size) // 4 for b in own) == 928
+    monkeypatch.setattr(memory, "ALIGN", 256)
+    monkeypatch.setattr(memory, "GUARD", 256)
+    with pytest.raises(MachineLimitError, match="need 1396 words of global memory"):
+        prepare(K / "tails.cu")
+
+
 def test_blocks_and_barriers_are_written_by_the_model(machine):
     run = run_machine(K / "bar.cu", model=machine[1], max_tokens=60000)
     assert run.stats["blocks"] == 2 and run.stats["barriers"] == 6
@@ -166,9 +188,9 @@ def test_trace_reproduced_by_one_prefill(machine, vadd):
 
 @pytest.mark.parametrize(
     ("name", "what", "where"),
-    [("oob_store", "global store of 4 bytes at address 0x7f00000a60 (2384 bytes past the end of buffer 'y'",
+    [("oob_store", "global store of 4 bytes at address 0x7f00000970 (2384 bytes past the end of buffer 'y'",
       "thread (1, 0, 0) of block (0, 0, 0)"),
-     ("oob_load", "global load of 4 bytes at address 0x7f00000140 (0 bytes past the end of buffer 'x'",
+     ("oob_load", "global load of 4 bytes at address 0x7f000000a0 (0 bytes past the end of buffer 'x'",
       "thread (7, 0, 0) of block (1, 0, 0)")],
 )
 def test_out_of_bounds_access_is_reported(machine, name, what, where):
