@@ -607,7 +607,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),
-        ("global_words", shape.gmem_words, "32-bit words of global memory (guard gaps included)"),
+        ("global_words", shape.gmem_words,
+         "32-bit words of global memory (buffers 16-byte aligned, 4-word guards)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
     units = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}
