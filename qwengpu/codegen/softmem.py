@@ -9,7 +9,8 @@ lowers everything else of the machine ISA that touches memory, other lanes or th
 onto that, as host-side sequences of ``soft.WEIGHT_OPS``:
 
 * **shared memory** -> gmem words ``[shared_base, 1024)`` at the top of gmem (``shared_base = 1024
-  - S`` for S words, S <= 256, so it always lies in [768, 1024)): the access becomes a global one
+  - S`` for S words, S <= 768, so it always lies in [256, 1024); the launch's buffers and the
+  machine's other regions must fit below it): the access becomes a global one
   with ``base = GLOBAL_BASE + 4 * shared_base + base``. Blocks run one after another, so one region
   serves all of them; the interpreter starts every block with zeroed shared memory plus the
   static initializers (``layout.shared_init``). The program therefore starts with a PROLOGUE in

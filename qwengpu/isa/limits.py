@@ -22,7 +22,9 @@ class Limits:
     registers: int = 32  # general registers per thread, after allocation
     predicates: int = 8  # one-bit predicate registers per thread (PT is extra)
     global_words: int = 1024  # 32-bit words of global memory, all buffers together
-    shared_words: int = 256  # 32-bit words of shared memory per block (static + dynamic)
+    # 32-bit words of shared memory per block (static + dynamic): carved from the top of the same
+    # 1,024 global words as the buffers (they must fit below it), so at most 3/4 of them
+    shared_words: int = 768
     local_words: int = 16  # 32-bit words of per-thread local memory (.local arrays, spills)
     param_words: int = 64  # 32-bit words of the kernel parameter bank (with launch constants)
     program: int = 4096  # machine instructions in the program ROM

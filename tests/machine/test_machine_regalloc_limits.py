@@ -229,14 +229,14 @@ def test_shared_memory_limit(tmp_path) -> None:
         "kernel": "k",
         "grid": 1,
         "block": 4,
-        "shared_bytes": 257 * 4,
+        "shared_bytes": 769 * 4,
         "args": [{"name": "out", "type": "i32*", "size": 4}],
     }
     with pytest.raises(
-        MachineLimitError, match="needs 257 words of shared memory per block; the machine has 256"
+        MachineLimitError, match="needs 769 words of shared memory per block; the machine has 768"
     ):
         _run_cuda(tmp_path, src, spec)
-    spec["shared_bytes"] = 256 * 4
+    spec["shared_bytes"] = 768 * 4
     assert _run_cuda(tmp_path, src, spec).outputs["out"].tolist() == [1, 1, 1, 1]
 
 

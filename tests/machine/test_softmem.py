@@ -856,9 +856,9 @@ def test_plan_layout_and_refusals() -> None:
         plan.check_arena(701)
     with pytest.raises(
         MachineLimitError,
-        match="259 words of shared memory per block; the machine in the weights maps at most 256",
+        match="771 words of shared memory per block; the machine in the weights maps at most 768",
     ):
-        plan_memory(p, (1, 1, 1), (64, 1, 1), dynamic_shared=4 * 257)
+        plan_memory(p, (1, 1, 1), (64, 1, 1), dynamic_shared=4 * 769)
     q = prog_of("local_hist")
     with pytest.raises(
         MachineLimitError, match=r"needs 512 words of global memory for shared, local .* has 256"
