@@ -26,6 +26,9 @@ sys.path.insert(0, str(ROOT))
 def measure(kdir: Path, shape_name: str) -> dict:
     """Per kernel: arena words (buffers and module variables, guards included), the first word of
     the machine's own regions, words dumped, prompt tokens; refusals with their first line."""
+    from types import SimpleNamespace
+
+    from qwengpu.codegen.softmem import buffers_end
     from qwengpu.errors import QwenGPUError
     from qwengpu.model.configs import shape_for
     from qwengpu.runtime.engine import machine_config, prepare
@@ -44,7 +47,7 @@ def measure(kdir: Path, shape_name: str) -> dict:
             continue
         own = [b for b in gmem.buffers if b.name != "(machine regions)"]
         regions = [b for b in gmem.buffers if b.name == "(machine regions)"]
-        arena = max(((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in own), default=0)
+        arena = buffers_end(SimpleNamespace(buffers=own))  # the launch's, not the machine's regions
         bottom = (regions[0].start - GLOBAL_BASE) // 4 if regions else shape.gmem_words
         out["kernels"][cu.stem] = {"buffers": len(own), "arena_words": arena, "free_words": bottom - arena,
                                    "dump_words": hi - lo, "prompt_tokens": len(prompt)}
