@@ -21,7 +21,7 @@ the weights"):
 * ``mul`` / ``mad`` by an immediate: the shortest shift/add/sub tree a small search finds
   (``x*10`` = 3 instructions, ``x*-3`` = 2, ``x*45`` = 4).
 * ``mul`` / ``mad`` of two registers: MSB-first radix-16 Horner over the bits of the smaller
-  operand (``min.u``; or the operand with a static bound, e.g. ``%ctaid`` < 64 blocks), each bit a
+  operand (``min.u``; or the operand with a static bound, e.g. ``%ctaid`` < the launch's blocks), each bit a
   ``shl`` + ``setp`` + guarded ``add`` (3.25 machine instructions per multiplier bit). Two shapes:
   ``unrolled`` (branch-free digits, entered past the leading zero digits by a few forward
   branches, Duff's-device style: lanes of a warp with different operands re-converge for free
@@ -240,7 +240,7 @@ class Fresh:
         self.nlabels = 0
         self.ptx = -1
         self.opts = opts or Options()
-        self.bounds: dict[int, int] = value_bounds(prog)
+        self.bounds: dict[int, int] = value_bounds(prog, self.launch_blocks())
         self.negated: set[int] = negations(prog)
         # subroutines: name -> instance, bodies in emission order (callees first), names being
         # built, the routines' fixed vregs, and the measurements ``auto`` decides by
@@ -256,6 +256,11 @@ class Fresh:
         self.enclosing: list[str] = []  # names of the routable expansions being built inline
         self.site_cost: dict[str, int] = {}  # routine name -> instructions of one call site
         self.pc_sizes: list[int] = []  # expanded size of each instruction of the program
+
+    def launch_blocks(self) -> int | None:
+        """The launch's block count when the options carry its memory plan (None: any launch)."""
+        plan = getattr(self.opts, "plan", None)
+        return None if plan is None else plan.nblocks
 
     def route(self, name: str, level: str = "special") -> bool:
         """Whether an expansion with this routine name becomes a call (``Options.routines``;
@@ -679,9 +684,18 @@ def unsupported_ops(prog: Program, native_mul: bool = False) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # static bounds: registers whose value provably has few bits
 # ---------------------------------------------------------------------------------------------
-def special_bits() -> dict[str, int]:
-    """Bit length bounds of special registers for every launch the machine accepts (LIMITS)."""
-    t, b = LIMITS.threads_per_block, LIMITS.blocks_per_launch
+#: the block bound the lowering assumed when the machine ran at most 64 blocks: kept as a floor
+#: for a launch's own bound, so the programs of every launch that fitted then are unchanged
+CTAID_BOUND_FLOOR = 64
+
+
+def special_bits(nblocks: int | None = None) -> dict[str, int]:
+    """Bit length bounds of special registers for every launch the machine accepts (LIMITS), or,
+    given the launch's block count (the lowering with a memory plan), for that launch: ``ctaid``
+    below max(nblocks, 64) (a 16-bit bound for every launch would make each multiply by
+    ``%ctaid`` on a machine without the multiplier 2.5x longer)."""
+    t = LIMITS.threads_per_block
+    b = LIMITS.blocks_per_launch if nblocks is None else max(nblocks, CTAID_BOUND_FLOOR)
     nw = -(-t // 32)
     out = {}
     for ax in "xyz":
@@ -719,13 +733,14 @@ def _def_bits(ins: MInstr, sb: dict[str, int], src: Callable[[object], int]) -> 
     return None
 
 
-def value_bounds(prog: Program) -> dict[int, int]:
+def value_bounds(prog: Program, nblocks: int | None = None) -> dict[int, int]:
     """vreg -> bound (< 32) on the bit length of every value it holds, for registers with exactly
     one definition whose result is bounded: ``s2r`` of a special register bounded by the machine's
     LIMITS (tid, ntid, ctaid, nctaid, laneid ...), immediates, sub-word loads, and mov/and/or/add/
     shifts/sel of bounded values. A guarded definition, or a read before it, leaves the old value:
-    the entry value 0 or an earlier value of the same definition, so the bound still holds."""
-    sb = special_bits()
+    the entry value 0 or an earlier value of the same definition, so the bound still holds.
+    ``nblocks``: the launch's block count (``special_bits``)."""
+    sb = special_bits(nblocks)
     defs: dict[int, list[MInstr]] = {}
     for ins in prog.code:
         for d in ins.d:
@@ -1349,7 +1364,7 @@ def _window_routine(name: str, rows: list, params: tuple, results: tuple) -> Rou
         if len(rows) in labels:
             code.append(fr.place(labels[len(rows)]))
         body_prog = _CodeOnly(code)
-        fr.bounds.update(value_bounds(body_prog))  # type: ignore[arg-type]
+        fr.bounds.update(value_bounds(body_prog, fr.launch_blocks()))  # type: ignore[arg-type]
         fr.negated |= negations(body_prog)  # type: ignore[arg-type]
         s.code += code
 

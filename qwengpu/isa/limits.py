@@ -18,7 +18,7 @@ class Limits:
     """Capacities of the machine (the minimums the design brief asks for, or more)."""
 
     threads_per_block: int = 64
-    blocks_per_launch: int = 64
+    blocks_per_launch: int = 65535  # one after another; 16-bit block latches in the weights
     registers: int = 32  # general registers per thread, after allocation
     predicates: int = 8  # one-bit predicate registers per thread (PT is extra)
     global_words: int = 1024  # 32-bit words of global memory, all buffers together

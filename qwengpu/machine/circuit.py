@@ -19,7 +19,7 @@ earlier memory) carries. Memories:
 * ``gmem`` (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves DUMP),
   written by STORE(lane) tokens (address and data re-read from the RF at that token) and by the
   prompt's MEM loads.
-* ``nth``, ``nbl``, ``blk``, ``ep``, ``dlo``, ``dhi`` (1 row each): threads per block, blocks,
+* ``nth``, ``nbl``+``nbh``, ``blk``+``bhi``, ``ep``, ``dlo``, ``dhi`` (1 row each): threads per block, blocks,
   the running block, the barrier epoch, the dump range.
 * scheduler: ``pcs{l}`` / ``pcq{l}`` (row = group; pc | exited | waiting | epoch | block parity of
   lane l of every group; two copies: the group summary and the next-pass mask), ``mpc{w}`` (row =
@@ -37,7 +37,7 @@ a warp runs until all its lanes wait at a barrier or exited, then the next warp;
 lane waits, the barrier releases (``BAR``) and scheduling restarts at warp 0; when every lane
 exited, the next block starts (``BLOCK``) or the model dumps the output words.
 
-Scope: blocks of <= 64 threads (1-D), <= 64 blocks (1-D grid), integer subset (see ``ROM_OPS``),
+Scope: blocks of <= 64 threads (1-D), <= 65,535 blocks (1-D grid), integer subset (see ``ROM_OPS``),
 4-byte global loads and stores without fault detection, ``bar.sync``.
 """
 
@@ -145,7 +145,7 @@ class MachineShape:
     nregs: int = 32
     npreds: int = 8
     threads: int = 64
-    blocks: int = 64
+    blocks: int = 65535  # 16-bit block latches (BLOCK / BLOCKHI tokens: protocol.py)
     #: the multiplier (``multiplier``): fits layer shapes with MLP room for it (the Qwen3.5-2B
     #: shape, intermediate 6144, at the same 37 layers); not the test shape (intermediate 2048)
     multiplier: bool = False
@@ -232,6 +232,7 @@ class Fetch:
     is_short: Bit
     is_ushort: Bit
     is_block: Bit
+    is_blockhi: Bit
     is_bar: Bit
     is_bank: Bit
     idx: Word
@@ -321,6 +322,14 @@ def _ctl_is(c: Circuit, tok: Word, k: int) -> Bit:
     return c.all_of([t[15], t[14]] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
 
 
+def _ctl_part(c: Circuit, tok: Word, k: int, hi: bool) -> Bit:
+    """[tok is the control token of kind k with argument bit 9 = hi] (BLOCK / NBLOCKS: which part
+    of the 16-bit value it carries)."""
+    t, sub = list(tok.bits), tok[10:14]
+    b9 = t[P.BLOCK_LO_BITS] if hi else ~t[P.BLOCK_LO_BITS]
+    return c.all_of([t[15], t[14], b9] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
+
+
 def _latch(c: Circuit, name: str, width: int, value: Word, enable: Bit) -> Word:
     """A one-row memory holding ``value`` from the last token that enabled it."""
     one0 = c.const(0, 1)
@@ -366,8 +375,13 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
 
     # ---- launch registers and the control latch: mode | a (pc or address) | group
     nth = _latch(c, "nth", 7, arg, ctl_is(P.NTHREADS))
-    nbl = _latch(c, "nbl", 7, arg, ctl_is(P.NBLOCKS))
-    blk = _latch(c, "blk", 7, arg, is_block)
+    # block count and running block: 16 bits each, the low 9 from NBLOCKS / BLOCK tokens, the high
+    # 7 from their HI forms (argument bit 9 set; protocol.py); the low latch of BLOCK is the parity
+    nbl = c.concat(_latch(c, "nbl", P.BLOCK_LO_BITS, arg, _ctl_part(c, tok, P.NBLOCKS, False)),
+                   _latch(c, "nbh", P.BLOCK_HI_BITS, arg, _ctl_part(c, tok, P.NBLOCKS, True)))
+    is_blockhi = _ctl_part(c, tok, P.BLOCK, True)
+    blk = c.concat(_latch(c, "blk", P.BLOCK_LO_BITS, arg, _ctl_part(c, tok, P.BLOCK, False)),
+                   _latch(c, "bhi", P.BLOCK_HI_BITS, arg, is_blockhi))
     ep = _latch(c, "ep", 1, arg, is_bar)[0]
     gpar = blk[0]
     dlo = _latch(c, "dlo", 10, arg, ctl_is(P.DUMPLO))
@@ -418,7 +432,8 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     return Fetch(
         tok=tok, t=t, one0=one0, is_data=is_data, is_passm=is_passm, is_exec=is_exec,
         is_mask=is_mask, is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
-        is_block=is_block, is_bar=is_bar, is_bank=is_bank, idx=idx, d=d, nth=nth, nbl=nbl, blk=blk,
+        is_block=is_block, is_blockhi=is_blockhi, is_bar=is_bar, is_bank=is_bank, idx=idx, d=d, nth=nth,
+        nbl=nbl, blk=blk,
         ep=ep, gpar=gpar, dlo=dlo, dhi=dhi, mode=mode, cur=cur, cg=cg, cpc=cpc, bnk=bnk, m_exec=m_exec,
         m_mem=m_mem, m_dump=m_dump, g_exists=g_exists, staged=staged, f=f, op=f["op"],
         lane_exists=lane_exists, mask=mask,
@@ -482,7 +497,7 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
             c.concat(tid_lo[lane], c.const(0, 26)),  # thread index in the block
             c.concat(tid_lo[lane][:5], c.const(0, 27)),  # laneid
             c.concat(cg[3], c.const(0, 31)),  # warpid
-            c.concat(fx.blk, c.const(0, 25)),  # ctaid.x
+            c.concat(fx.blk, c.const(0, 32 - len(fx.blk))),  # ctaid.x
         ]
         base = c.mux(f["a_imm"][0], f["imm"], rf_a)
         A.append(c.select(f["a_sr"], [base, *specials, zero, zero, zero]))
@@ -708,8 +723,13 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
         q_ex.append(ex)
     full = c.all_of([~(q_mask[x] ^ q_ex[x]) for x in range(LANES)])
     any_live = c.any_of(lives)
-    nb1 = (fx.blk + 1)[:7]
+    # the next block: blk + 1; at the step after BLOCKHI (the high part latched, the low still the
+    # last block's) its low part is 0. When that low part is 0 otherwise, BLOCKHI goes first
+    nbits = len(fx.blk)
+    lo_bits = P.BLOCK_LO_BITS
+    nb1 = c.mux(fx.is_blockhi, c.concat(c.const(0, lo_bits), fx.blk[lo_bits:]), (fx.blk + 1)[:nbits])
     more_blocks = nb1 < fx.nbl
+    wrap = c.all_of([~fx.is_blockhi] + [~b for b in nb1[:lo_bits].bits])
     pass_tok = c.concat(q_pc[: P.PASS_PC_BITS], q_g, full, c.const(0b10, 2))
     # the sticky mask: a partial mask equal to the group's last MASK is named by PASS f=0 alone;
     # otherwise MASK(g, m, r, x) first (it writes both tables; the next step writes the PASS)
@@ -724,7 +744,12 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, c.const(0, 8), c.const(P.ctl(P.BANK) >> 10, 6))
     pass_tok = c.mux(sel_pc[P.PASS_PC_BITS] ^ fx.bnk, bank_tok, pass_tok)
     bar_tok = c.concat(~ep, c.const(0, 9), c.const(P.ctl(P.BAR) >> 10, 6))
-    blk_tok = c.concat(nb1, c.const(0, 3), c.const(P.ctl(P.BLOCK) >> 10, 6))
+    blk_tok = c.mux(
+        wrap,
+        c.concat(nb1[lo_bits:], c.const(0, P.ADDR_BITS - 1 - (nbits - lo_bits)), c.const(1, 1),
+                 c.const(P.ctl(P.BLOCK) >> 10, 6)),
+        c.concat(nb1[:lo_bits], c.const(0, P.ADDR_BITS - lo_bits), c.const(P.ctl(P.BLOCK) >> 10, 6)),
+    )
     dump_tok = c.concat(fx.dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
     to_dump = c.all_of([~has_sel, ~any_live, ~more_blocks])
     next_idx = c.concat(

@@ -24,6 +24,15 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            the next PASS tokens name pcs 512b..512b+511 (r: the pass after it
                            starts a new round, as after BLOCK/BAR)
 
+A block index (``ctaid``, up to 65,534) and the block count (up to 65,535) are 16 bits; a
+control argument is 10. So BLOCK and NBLOCKS carry the index in two parts, told apart by argument
+bit 9: ``BLOCK(b)`` with b < 512 sets the low 9 bits, ``BLOCKHI(h)`` = BLOCK(512 | h) the high 7
+(likewise ``NBLOCKS(n)`` / ``NBLOCKSHI(h)`` = NBLOCKS(512 | h), fed by the host only when the
+launch has more than 511 blocks). Every 512th block the model writes BLOCKHI(h) and then
+BLOCK(0): two tokens where other block starts take one (the step after BLOCKHI sees the new high
+part and no running lane, so it writes the low part; the early layers cannot count, so the high
+part must come as a token). A blank latch reads 0: launches of up to 511 blocks never see BLOCKHI.
+
 Why a bank and not a 10-bit pc in every PASS: the 16-bit token space is full (DATA takes half,
 PASS with its group, f bit and 9-bit pc a quarter, control the rest). A program of up to 1024
 rows needs the 10th bit only where the next pass leaves the current half of the ROM: the model
@@ -44,9 +53,10 @@ A pass whose result is dead (no instruction reads it again: ``codegen.liveness``
 as for an instruction without a result, and nothing is committed.
 
 Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
-non-zero word of global memory, ``NTHREADS(n) NBLOCKS(b) DUMPLO(lo) DUMPHI(hi)`` and ``BLOCK(0)``.
-Model-written: ``MASK`` (when a group's mask changes), ``PASS``, result chunks, ``STORE(lane)``,
-``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts), then ``DUMPADDR(w)`` + 3 chunks
+non-zero word of global memory, ``NTHREADS(n) [NBLOCKSHI(b >> 9)] NBLOCKS(b & 511) DUMPLO(lo)
+DUMPHI(hi)`` and ``BLOCK(0)``. Model-written: ``MASK`` (when a group's mask changes), ``PASS``,
+result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts;
+``BLOCKHI`` before it every 512 blocks), then ``DUMPADDR(w)`` + 3 chunks
 per output word, ``HALT``; or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the
 host names the instruction, thread and block from the PASS and BLOCK tokens before it).
 """
@@ -60,6 +70,9 @@ PC_BITS = 10  # the machine's pc (ROM rows), ROMADDR's argument
 PASS_PC_BITS = 9  # the pc bits a PASS token carries (the 10th: BANK)
 GROUP_BITS = 4
 ADDR_BITS = 10
+BLOCK_LO_BITS = 9  # the low part of a block index / count in BLOCK / NBLOCKS; bit 9 marks the high part
+BLOCK_HI_BITS = 7  # the high part (BLOCKHI / NBLOCKSHI): 16 bits in all
+HI_FLAG = 1 << BLOCK_LO_BITS
 IDX_UNIFORM = 12
 IDX_PRED = 15
 
@@ -107,6 +120,14 @@ def ctl(kind: int, a: int = 0) -> int:
     return 0xC000 | (kind << ADDR_BITS) | a
 
 
+def block_tokens(kind: int, n: int) -> list[int]:
+    """``kind`` (BLOCK or NBLOCKS) naming the 16-bit value n: the high part first when it is not 0
+    (a blank latch reads 0), then the low part."""
+    assert kind in (BLOCK, NBLOCKS) and 0 <= n < 1 << (BLOCK_LO_BITS + BLOCK_HI_BITS)
+    hi, lo = n >> BLOCK_LO_BITS, n & (HI_FLAG - 1)
+    return ([ctl(kind, HI_FLAG | hi)] if hi else []) + [ctl(kind, lo)]
+
+
 def chunks(value: int, n: int) -> list[int]:
     """``value`` as n little-endian 11-bit chunks."""
     return [(value >> (CHUNK * j)) & ((1 << CHUNK) - 1) for j in range(n)]
@@ -139,15 +160,20 @@ def decode(t: int) -> Token:
     if t < 0xC000:
         return Token("PASS", t & ((1 << PASS_PC_BITS) - 1), (t >> PASS_PC_BITS) & 15, bool(t >> 13 & 1))
     k = (t >> ADDR_BITS) & 15
-    return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", t & ((1 << ADDR_BITS) - 1))
+    a = t & ((1 << ADDR_BITS) - 1)
+    if k in (BLOCK, NBLOCKS) and a & HI_FLAG:  # the high part of a block index / count
+        return Token(f"{CTL_NAMES[k]}HI", a & (HI_FLAG - 1))
+    return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", a)
 
 
 class Reader:
-    """Decodes a token stream in order: a PASS token's pc gets the bank of the last BANK token
-    (the host maps tokens to values this way; it computes nothing)."""
+    """Decodes a token stream in order: a PASS token's pc gets the bank of the last BANK token,
+    a BLOCK / NBLOCKS token the high part of the last BLOCKHI / NBLOCKSHI (the host maps tokens to
+    values this way, putting bits side by side; it computes nothing)."""
 
     def __init__(self) -> None:
         self.bank = 0
+        self.hi = {"BLOCK": 0, "NBLOCKS": 0}
 
     def read(self, t: int) -> Token:
         tk = decode(t)
@@ -155,6 +181,10 @@ class Reader:
             self.bank = tk.a & 1
         elif tk.kind == "PASS" and self.bank:
             return Token("PASS", tk.a | (self.bank << PASS_PC_BITS), tk.b, tk.full)
+        elif tk.kind in ("BLOCKHI", "NBLOCKSHI"):
+            self.hi[tk.kind[:-2]] = tk.a
+        elif tk.kind in self.hi:
+            return Token(tk.kind, tk.a | (self.hi[tk.kind] << BLOCK_LO_BITS))
         return tk
 
 

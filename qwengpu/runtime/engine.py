@@ -371,7 +371,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         raise MachineLimitError("the launch names no output buffer to read back")
     lo = min((b.start - GLOBAL_BASE) // 4 for b in outs)
     hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
-    prompt += [P.ctl(P.NTHREADS, nthreads), P.ctl(P.NBLOCKS, nblocks)]
+    prompt += [P.ctl(P.NTHREADS, nthreads), *P.block_tokens(P.NBLOCKS, nblocks)]
     prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi - 1), P.ctl(P.BLOCK, 0)]
     # the buffer table of the whole machine memory (the launch's buffers and the machine's own
     # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does

@@ -523,7 +523,7 @@ def test_ex2_model_is_the_sequence(ftz: bool) -> None:
     rng = np.random.default_rng(21 + ftz)
     a = np.concatenate([ex2_edges(), ex2_inputs(rng, 4096)])
     a = np.concatenate([a, np.zeros((-len(a)) % 32, dtype=np.uint32)])
-    # at most 64 blocks per launch (the weights' multiply assumes %ctaid < 64)
+    # launches of 64 blocks: the lowering's bound on %ctaid (and so its multiplies) stays 6 bits
     got = np.concatenate(
         [
             machine("fex2", {"ftz": ftz}, x, x, x, weights=True, alloc=True)

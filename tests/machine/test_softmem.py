@@ -864,8 +864,9 @@ def test_plan_layout_and_refusals() -> None:
         MachineLimitError, match=r"needs 512 words of global memory for shared, local .* has 256"
     ):
         plan_memory(q, (1, 1, 1), (40, 1, 1), gmem_words=256)  # 8 local words x 64 thread slots
-    with pytest.raises(MachineLimitError, match="at most 64 blocks of 64 threads"):
-        plan_memory(q, (65, 1, 1), (8, 1, 1))
+    with pytest.raises(MachineLimitError, match="at most 65535 blocks of 64 threads"):
+        plan_memory(q, (256, 256, 1), (8, 1, 1))
+    assert plan_memory(q, (255, 257, 1), (8, 1, 1)).nblocks == 65535
 
 
 def test_expansion_without_a_launch_keeps_spaces() -> None:
@@ -980,3 +981,32 @@ def test_window_multiply_of_two_constants_is_folded() -> None:
     assert weight_name(both) == "mulw"
     one = MInstr("mulw", (R(0),), (R(1), Imm(8)), {"sa": "u", "sb": "u"}, None, None, 0)
     assert weight_name(one) is None
+
+
+BIG_GRID_SRC = HEADER + r"""
+extern "C" __global__ void big_grid(unsigned *out, unsigned n) {
+    unsigned x = blockIdx.x, y = blockIdx.y;
+    atomicAdd(&out[(y * gridDim.x + x) & 63], (x + 1) * (y + 3) * n + threadIdx.x);
+}
+"""
+
+
+def test_a_2d_grid_of_1147_blocks_multiplies_full_block_indices(tmp_path: Path) -> None:
+    """Launches beyond 64 blocks (the machine runs 65,535): the lowering's bound on ``%ctaid`` is
+    the launch's own (at least 6 bits, so programs of launches that fitted before are unchanged),
+    and multiplies by ``blockIdx`` past 6 bits (x < 37, y < 31 from a linear index up to 1,146 by
+    exact reciprocal multiplies) are exact on the ISA simulator as the weights run them; the
+    expected words come from NumPy."""
+    from qwengpu.codegen.softcore import special_bits
+
+    assert special_bits()["ctaid.x"] == 16 and special_bits(5)["ctaid.x"] == 6
+    assert special_bits(64)["ctaid.x"] == 6 and special_bits(1147)["ctaid.x"] == 11
+    spec = {"kernel": "big_grid", "grid": [37, 31], "block": 2,
+            "args": [{"name": "out", "type": "u32*", "data": [0] * 64},
+                     {"name": "n", "type": "u32", "value": 977}],
+            "outputs": ["out"]}  # fmt: skip
+    got = both(tmp_path, BIG_GRID_SRC, spec)["out"]
+    y, x = np.divmod(np.arange(37 * 31), 37)
+    want = np.zeros(64, dtype=np.uint64)
+    np.add.at(want, (y * 37 + x) & 63, 2 * (x + 1) * (y + 3) * 977 + 1)
+    assert got.astype(np.uint64).tolist() == (want & M32).tolist()

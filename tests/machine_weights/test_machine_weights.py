@@ -58,6 +58,39 @@ def test_protocol_roundtrip():
     assert P.decode(P.ctl(P.STORE, 3)) == P.Token("STORE", 3)
     assert P.decode(P.ctl(P.MASK, 0b0110)) == P.Token("MASK", 0b0110)
     assert max(P.pass_(511, 15), P.ctl(P.FAULT, 1023), P.data(15, 2047), P.ctl(P.BANK, 3)) < 1 << 16
+
+
+def test_block_indices_take_two_parts():
+    """A 16-bit block index / count: BLOCK / NBLOCKS carry the low 9 bits, their HI forms (argument
+    bit 9) the high 7; the reader puts the parts side by side (a blank high part is 0)."""
+    assert P.block_tokens(P.NBLOCKS, 511) == [P.ctl(P.NBLOCKS, 511)]  # the prompt of small launches
+    assert P.block_tokens(P.NBLOCKS, 65535) == [P.ctl(P.NBLOCKS, 512 | 127), P.ctl(P.NBLOCKS, 511)]
+    assert P.decode(P.ctl(P.BLOCK, 512 | 3)) == P.Token("BLOCKHI", 3)
+    assert P.decode(P.ctl(P.NBLOCKS, 512 | 3)) == P.Token("NBLOCKSHI", 3)
+    toks = P.read_all([P.ctl(P.BLOCK, 511), *P.block_tokens(P.BLOCK, 1024), P.ctl(P.BLOCK, 1)])
+    assert [(t.kind, t.a) for t in toks] == [("BLOCK", 511), ("BLOCKHI", 2), ("BLOCK", 1024), ("BLOCK", 1025)]
+    with pytest.raises(AssertionError):
+        P.block_tokens(P.BLOCK, 65536)
+
+
+def test_a_grid_past_1024_blocks_runs_in_the_model(machine):
+    """1,030 one-thread blocks, one after another: every 512th block the model writes BLOCKHI (the
+    high part of the block index) and then BLOCK(0); every block's full index reaches the datapath
+    (out[k] sums b + 1 over the blocks b = k mod 64). The host fed NBLOCKSHI(2) NBLOCKS(6)."""
+    run = run_machine(K / "many_blocks.cu", model=machine[1], max_tokens=60_000)
+    want = np.zeros(64, dtype=np.int64)
+    np.add.at(want, np.arange(1030) & 63, np.arange(1030) + 1)
+    assert run.outputs["out"].tolist() == want.tolist()
+    assert run.stats["blocks"] == 1030 and run.stats["addresses_checked"] == 2 * 1030
+    toks = P.read_all(run.trace)
+    his = [(k, t.a) for k, t in enumerate(toks) if t.kind == "BLOCKHI"]
+    assert [h for _, h in his] == [1, 2]
+    assert all(toks[k + 1] == P.Token("BLOCK", 512 * h) for k, h in his)  # the low part 0 comes next
+    blocks = [t.a for t in toks if t.kind == "BLOCK"]
+    assert blocks == list(range(1, 1030))  # BLOCK(0) is the host's
+    prompt = prepare(K / "many_blocks.cu")[2]
+    assert P.block_tokens(P.NBLOCKS, 1030) == [P.ctl(P.NBLOCKS, 512 | 2), P.ctl(P.NBLOCKS, 6)]
+    assert all(t in prompt for t in P.block_tokens(P.NBLOCKS, 1030))
     # a PASS names pc bits 0..8; the 10th bit comes from the last BANK token before it
     toks = [P.pass_(5, 1), P.ctl(P.BANK, 1), P.pass_(5, 1), P.ctl(P.BANK, 2), P.pass_(7, 0, full=False)]
     assert [t.a for t in P.read_all(toks) if t.kind == "PASS"] == [5, 517, 7]
@@ -232,7 +265,7 @@ def test_refuses_launches_beyond_the_machine(tmp_path):
     spec = (K / "vadd.json").read_text().replace('"block": 4', '"block": 128')
     (tmp_path / "vadd.cu").write_text((K / "vadd.cu").read_text())
     (tmp_path / "vadd.json").write_text(spec)
-    with pytest.raises(MachineLimitError, match=r"block \(128, 1, 1\).*at most 64 blocks of 64 threads"):
+    with pytest.raises(MachineLimitError, match=r"block \(128, 1, 1\).*at most 65535 blocks of 64 threads"):
         prepare(tmp_path / "vadd.cu")
     # an approximate instruction with no exact sequence (ex2.approx has one: fex2; sin.approx not)
     (tmp_path / "fsin.cu").write_text(
