@@ -41,25 +41,16 @@ RUN_CUDA_TOOL: dict = {
 
 def machine_limits() -> dict[str, int]:
     """The limits of the machine in the weights (the same numbers ``qwengpu machine info`` prints)."""
-    try:
-        from qwengpu.machine.circuit import MachineShape
+    from qwengpu.machine.circuit import MachineShape
 
-        s = MachineShape()
-        return {
-            "threads_per_block": s.threads,
-            "blocks": s.blocks,
-            "global_words": s.gmem_words,
-            "registers": s.nregs,
-            "program_rows": s.rom_rows,
-        }
-    except ImportError:  # the machine package is being reorganised; these are its documented values
-        return {
-            "threads_per_block": 64,
-            "blocks": 64,
-            "global_words": 1024,
-            "registers": 32,
-            "program_rows": 1024,
-        }
+    s = MachineShape()
+    return {
+        "threads_per_block": s.threads,
+        "blocks": s.blocks,
+        "global_words": s.gmem_words,
+        "registers": s.nregs,
+        "program_rows": s.rom_rows,
+    }
 
 
 EXAMPLE_SOURCE = """extern "C" __global__ void vsum(const int *a, int n, int *out) {

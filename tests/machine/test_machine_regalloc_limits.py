@@ -198,11 +198,11 @@ def _run_cuda(tmp_path, src: str, spec: dict):
     "grid,block,size,msg",
     [
         (1, 65, 65, "the launch needs 65 threads per block; the machine has 64"),
-        (65, 1, 65, "the launch needs 65 blocks; the machine has 64"),
+        ([256, 256, 1], 1, 65, "the launch needs 65536 blocks; the machine has 65535"),
         (1, 1, 1025, "the launch needs 1025 words of global memory; the machine has 1024"),
     ],
 )
-def test_launch_limits(tmp_path, grid: int, block: int, size: int, msg: str) -> None:
+def test_launch_limits(tmp_path, grid: int | list[int], block: int, size: int, msg: str) -> None:
     spec = {
         "kernel": "k",
         "grid": grid,

@@ -983,30 +983,32 @@ def test_window_multiply_of_two_constants_is_folded() -> None:
     assert weight_name(one) is None
 
 
-BIG_GRID_SRC = HEADER + r"""
+BIG_GRID_SRC = r"""
 extern "C" __global__ void big_grid(unsigned *out, unsigned n) {
     unsigned x = blockIdx.x, y = blockIdx.y;
-    atomicAdd(&out[(y * gridDim.x + x) & 63], (x + 1) * (y + 3) * n + threadIdx.x);
+    atomicAdd(&out[(y * gridDim.x + x) & 63], x * n + (y + 3) * (x + 1) + threadIdx.x);
 }
 """
 
 
-def test_a_2d_grid_of_1147_blocks_multiplies_full_block_indices(tmp_path: Path) -> None:
+@pytest.mark.parametrize("grid", [(1147, 1), (37, 31)])
+def test_grids_of_1147_blocks_multiply_full_block_indices(tmp_path: Path, grid: tuple[int, int]) -> None:
     """Launches beyond 64 blocks (the machine runs 65,535): the lowering's bound on ``%ctaid`` is
     the launch's own (at least 6 bits, so programs of launches that fitted before are unchanged),
-    and multiplies by ``blockIdx`` past 6 bits (x < 37, y < 31 from a linear index up to 1,146 by
-    exact reciprocal multiplies) are exact on the ISA simulator as the weights run them; the
-    expected words come from NumPy."""
+    and multiplies by ``blockIdx`` past 6 bits (1-D: the linear index itself, up to 1,146; 2-D:
+    x < 37, y < 31 from it by exact reciprocal multiplies) are exact on the ISA simulator as the
+    weights run them; the expected words come from NumPy. With the old 6-bit bound the 1-D launch's
+    products lose their high bits."""
     from qwengpu.codegen.softcore import special_bits
 
     assert special_bits()["ctaid.x"] == 16 and special_bits(5)["ctaid.x"] == 6
     assert special_bits(64)["ctaid.x"] == 6 and special_bits(1147)["ctaid.x"] == 11
-    spec = {"kernel": "big_grid", "grid": [37, 31], "block": 2,
+    spec = {"kernel": "big_grid", "grid": list(grid), "block": 2,
             "args": [{"name": "out", "type": "u32*", "data": [0] * 64},
                      {"name": "n", "type": "u32", "value": 977}],
             "outputs": ["out"]}  # fmt: skip
     got = both(tmp_path, BIG_GRID_SRC, spec)["out"]
-    y, x = np.divmod(np.arange(37 * 31), 37)
+    y, x = np.divmod(np.arange(1147), grid[0])
     want = np.zeros(64, dtype=np.uint64)
-    np.add.at(want, (y * 37 + x) & 63, 2 * (x + 1) * (y + 3) * 977 + 1)
+    np.add.at(want, (y * grid[0] + x) & 63, 2 * (x * 977 + (y + 3) * (x + 1)) + 1)
     assert got.astype(np.uint64).tolist() == (want & M32).tolist()
