@@ -288,12 +288,17 @@ class StageProgress:
             self.bar.update(self.task, detail=text)
 
     def update(self, stats) -> None:
-        """The launch's count so far (``stats.warp_instructions``: tokens when ``blocks == 0``)."""
+        """The launch's count so far: the interpreter's ``Stats`` (warp instructions) or a model
+        engine's ``LaunchProgress`` (tokens, and which block of a multi-block launch runs)."""
         if self.task is None:
             return
-        unit = "tokens" if stats.blocks == 0 else "warp instructions"
-        rate = stats.warp_instructions / max(stats.seconds, 1e-9)
-        self.bar.update(self.task, detail=f"{stats.warp_instructions:,} {unit}, {rate:,.1f} {unit}/s")
+        if hasattr(stats, "tokens"):
+            n, unit = stats.tokens, "tokens"
+            where = f", block {stats.block + 1:,} of {stats.blocks:,}" if stats.blocks > 1 else ""
+        else:
+            n, unit, where = stats.warp_instructions, "warp instructions", ""
+        rate = n / max(stats.seconds, 1e-9)
+        self.bar.update(self.task, detail=f"{n:,} {unit}, {rate:,.1f} {unit}/s{where}")
 
     def done(self, stats: dict | None = None) -> None:
         """Close the stages; the launch line gets the engine's own count over its launch time."""
@@ -303,7 +308,8 @@ class StageProgress:
                 n, unit, sec = stats["tokens"], "tokens", stats.get("seconds", 0)
             else:
                 n, unit, sec = stats.get("warp_instructions", 0), "warp instructions", stats.get("seconds", 0)
-            self.bar.update(self.launch, detail=f"{n:,} {unit}, {n / max(sec, 1e-9):,.1f} {unit}/s")
+            blocks = f", {stats['blocks']:,} blocks" if stats.get("blocks", 0) > 1 else ""
+            self.bar.update(self.launch, detail=f"{n:,} {unit}, {n / max(sec, 1e-9):,.1f} {unit}/s{blocks}")
         self.bar.stop()
 
     def _finish(self) -> None:

@@ -35,6 +35,18 @@ from qwengpu.spec import (
 ENGINES = ("interp", "machine", "model")
 
 
+@dataclass(frozen=True)
+class LaunchProgress:
+    """How far a launch on a model engine is (``run_kernel``'s ``progress`` gets one every 256
+    tokens; the interpreter's progress is its :class:`Stats`): tokens written, seconds since the
+    launch stage began, the block running (0-based) and the launch's block count."""
+
+    tokens: int
+    seconds: float
+    block: int
+    blocks: int
+
+
 @dataclass
 class RunResult:
     """What a launch produced."""
@@ -82,7 +94,7 @@ def run_kernel(
     use_nvcc: bool = False,
     max_steps: int = DEFAULT_MAX_STEPS,
     trace: Callable[[str], None] | None = None,
-    progress: Callable[[Stats], None] | None = None,
+    progress: Callable[[Stats | LaunchProgress], None] | None = None,
     model_dir: str | None = None,
     runtime: str = "fast",
     replay: bool = False,
@@ -103,8 +115,10 @@ def run_kernel(
 
     ``stage(name)`` hears each stage as it starts (``compile``, ``load ...``, ``launch``): the
     ``progress`` counts and their rate are measured from the start of the launch stage, never
-    across a model load. ``device``/``dtype`` (None: cpu, float32) place the model engine's
-    forward; the interpreter refuses them (:class:`UsageError`) rather than ignore them.
+    across a model load: the interpreter passes its :class:`Stats`, a model engine a
+    :class:`LaunchProgress` (tokens written, the block running). ``device``/``dtype`` (None: cpu,
+    float32) place the model engine's forward; the interpreter refuses them (:class:`UsageError`)
+    rather than ignore them.
 
     ``machine_fit`` (interpreter): also lower the kernel for the machine in the weights and put,
     in ``stats["machine_limit"]``, why the machine would refuse this launch (None: it fits)."""
@@ -280,9 +294,11 @@ def _run_on_machine(
         stage("launch")
     t_start = time.perf_counter()
 
-    def tokens(n: int) -> None:  # the stock loop is slow: report tokens written and tokens/s
+    nblocks = int(np.prod(spec.grid))
+
+    def tokens(n: int, block: int) -> None:  # the stock loop is slow: report tokens written and tokens/s
         if progress is not None:
-            progress(Stats(warp_instructions=n, seconds=time.perf_counter() - t_start))
+            progress(LaunchProgress(n, time.perf_counter() - t_start, block, nblocks))
 
     # the model writes about 2-12 tokens per lane-group pass; the step limit bounds the tokens
     max_tokens = min(40 * (max_steps or 50_000), 2_000_000)
@@ -339,9 +355,11 @@ def _run_on_model(
         stage("launch")
     t_start = time.perf_counter()
 
-    def tokens(n: int) -> None:
+    nblocks = int(np.prod(spec.grid))
+
+    def tokens(n: int, block: int) -> None:
         if progress is not None:
-            progress(Stats(warp_instructions=n, seconds=time.perf_counter() - t_start))
+            progress(LaunchProgress(n, time.perf_counter() - t_start, block, nblocks))
 
     run = mm.launch(cu, spec_path, progress=tokens if progress else None, trace=trace,
                     max_tokens=min(40 * (max_steps or 50_000), 2_000_000),

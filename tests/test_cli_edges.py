@@ -185,6 +185,30 @@ def test_progress_shows_stages_and_the_launch_rate(dot: Path):
     assert "warp instructions" not in cli("run", str(dot), "--engine", "interp").stderr  # not a TTY
 
 
+def test_progress_of_a_model_launch_names_the_block(capsys):
+    """A model engine's progress (tokens written, the block running) on the launch line: a long
+    launch of many blocks shows how far it is; one block shows no block count."""
+    from qwengpu.cli import StageProgress
+    from qwengpu.runner import LaunchProgress
+
+    bar = StageProgress(keep=True)
+    bar.stage("launch")
+    bar.update(LaunchProgress(tokens=51_200, seconds=64.0, block=1234, blocks=65535))
+    bar.done()
+    err = capsys.readouterr().err
+    assert "51,200 tokens, 800.0 tokens/s, block 1,235 of 65,535" in err, err
+    bar = StageProgress(keep=True)
+    bar.stage("launch")
+    bar.done({"tokens": 36_434, "seconds": 29.0, "blocks": 1030})  # the run's own figures at the end
+    assert "36,434 tokens, 1,256.3 tokens/s, 1,030 blocks" in capsys.readouterr().err
+    bar = StageProgress(keep=True)
+    bar.stage("launch")
+    bar.update(LaunchProgress(tokens=512, seconds=1.0, block=0, blocks=1))
+    bar.done()
+    err = capsys.readouterr().err
+    assert "512 tokens, 512.0 tokens/s" in err and "block" not in err, err
+
+
 @pytest.mark.slow
 def test_progress_rate_excludes_the_model_load(dot: Path, monkeypatch):
     """The tokens/s shown while the machine engine runs is measured from the launch, not from

@@ -170,9 +170,11 @@ class RunnerLauncher:
                 emit(
                     "progress",
                     {
-                        "tokens": st.warp_instructions,
-                        "tokens_per_second": st.warp_instructions / dt,
+                        "tokens": st.tokens,
+                        "tokens_per_second": st.tokens / dt,
                         "passes": counts["passes"],
+                        "block": st.block,
+                        "blocks": st.blocks,
                         "seconds": dt,
                     },
                 )

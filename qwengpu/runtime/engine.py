@@ -767,6 +767,9 @@ def run_machine(
     ``check_bounds``: watch the addresses of the model's memory passes (:class:`BoundsWatch`) and
     stop the launch at the first out-of-bounds one, reported as the interpreter reports it.
 
+    ``progress(tokens_written, block)`` is called every 256 tokens with the index of the block
+    the model runs (read from its BLOCK tokens): a long launch shows how far it is.
+
     ``runtime="stock"`` runs the stock ``transformers`` forward token by token; ``"fast"`` runs the
     same weights through :mod:`qwengpu.runtime.fast`, which tests prove token-for-token identical.
 
@@ -794,14 +797,22 @@ def run_machine(
     if watch is not None:
         watch.feed(prompt[-1])
 
-    def seen(t: int, n=[0]) -> None:  # noqa: B006 - a counter for the progress callback
-        n[0] += 1
+    reader = P.Reader()  # the running block, for the progress callback (from the BLOCK tokens)
+    now = {"tokens": 0, "block": 0}
+
+    def seen(t: int) -> None:
+        now["tokens"] += 1
         if watch is not None:
             watch.feed(t)
         if fmt is not None:
             fmt.feed(t)
-        if progress is not None and n[0] % 256 == 0:
-            progress(n[0])
+        if progress is not None:
+            if t >> 14 == 3:  # a control token: BLOCK among them
+                tk = reader.read(t)
+                if tk.kind == "BLOCK":
+                    now["block"] = tk.a
+            if now["tokens"] % 256 == 0:
+                progress(now["tokens"], now["block"])
 
     try:
         if generate_fn is not None:

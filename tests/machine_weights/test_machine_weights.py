@@ -77,7 +77,12 @@ def test_a_grid_past_1024_blocks_runs_in_the_model(machine):
     """1,030 one-thread blocks, one after another: every 512th block the model writes BLOCKHI (the
     high part of the block index) and then BLOCK(0); every block's full index reaches the datapath
     (out[k] sums b + 1 over the blocks b = k mod 64). The host fed NBLOCKSHI(2) NBLOCKS(6)."""
-    run = run_machine(K / "many_blocks.cu", model=machine[1], max_tokens=60_000)
+    seen: list[tuple[int, int]] = []
+    run = run_machine(K / "many_blocks.cu", model=machine[1], max_tokens=60_000,
+                      progress=lambda n, block: seen.append((n, block)))
+    # progress every 256 tokens names the block running, read from the model's BLOCK tokens
+    assert [n for n, _ in seen] == list(range(256, len(run.trace) + 1, 256))
+    assert [b for _, b in seen] == sorted(b for _, b in seen) and 1000 < seen[-1][1] < 1030
     want = np.zeros(64, dtype=np.int64)
     np.add.at(want, np.arange(1030) & 63, np.arange(1030) + 1)
     assert run.outputs["out"].tolist() == want.tolist()
