@@ -89,8 +89,9 @@ The CUDA dialect (NVRTC, no headers):
 The machine's limits: at most {lim["threads_per_block"]} threads per block (1-D), at most
 {lim["blocks"]} blocks, {lim["global_words"]} 32-bit words of global memory for all buffers
 together, {lim["registers"]} registers per thread, {lim["program_rows"]} machine instructions of
-program. Every warp instruction costs the model about 17 tokens to execute: keep kernels small
-(a few threads, short loops).
+program. Every warp instruction costs the model about 100 tokens to execute (integer ones 10-30,
+float division, square roots and transcendentals thousands): keep kernels small (a few threads,
+short loops, integer arithmetic where it will do).
 
 The launch spec (the "launch" argument) is JSON:
 {{"kernel": NAME, "grid": G, "block": B,

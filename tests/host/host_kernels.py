@@ -1,5 +1,5 @@
 """Tiny kernels and the replies a model would write around them (a handful of warp instructions
-each: every warp instruction is ~17 tokens the model must write)."""
+each: a warp instruction is ~100 tokens the model must write, median over the corpus)."""
 
 from __future__ import annotations
 
