@@ -230,11 +230,13 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         if nblocks > shape.blocks:
             return f"the launch has {nblocks} blocks; the machine runs at most {shape.blocks}"
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
+        sized = bind(spec, inline_calls(module, fn))  # the buffers' words: spill slots get the rest
+        place_module_globals(sized.gmem, lowered.layout.global_vars)
         budget = shape.rom_rows
         for _ in range(4):
             prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
                                           options=Options(budget=budget, **opts),
-                                          gmem_words=shape.gmem_words)
+                                          gmem_words=shape.gmem_words, arena_words=buffers_end(sized.gmem))
             if len(prog.code) <= shape.rom_rows:
                 break
             budget -= len(prog.code) - shape.rom_rows + 8

@@ -106,7 +106,7 @@ from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS
-from qwengpu.isa.program import Program
+from qwengpu.isa.program import Program, local_words_used
 from qwengpu.simt.memory import GLOBAL_BASE
 
 M32 = 0xFFFFFFFF
@@ -261,9 +261,7 @@ def plan_memory(
             init[w] = init.get(w, 0) | byte << (8 * k)
     nt = _pow2_at_least(nthreads)
     nwarps = -(-nthreads // WARP)
-    local_words = (prog.layout.local_size + 3) // 4
-    if not any(x.op in ("ld", "st", "atom") and x.mod("space") in ("local", "callparam") for x in prog.code):
-        local_words = 0  # (call parameters promoted to registers leave a layout but no access)
+    local_words = local_words_used(prog)
     cur -= local_words * nt
     local_base = cur
     shadows = []
@@ -892,9 +890,11 @@ def lower_for_weights(
     options: Options | None = None,
     k_regs: int | None = None,
     gmem_words: int | None = None,
+    arena_words: int = 0,
 ) -> tuple[Program, MemPlan]:
     """A lowered program (virtual registers) -> the allocated program the weights run for this
     launch, and its memory plan (check the launch's arena with ``plan.check_arena(words)``).
+    ``arena_words``: the words the launch's buffers take (spill slots get the rest).
 
     With ``options.native_mul`` a program that does not fit the registers is lowered again without
     the multiplier (a program without ``mul`` rows runs on a machine that has them): the multiplier
@@ -910,11 +910,11 @@ def lower_for_weights(
     for opts in tries[:-1]:
         try:
             return _lower_for_weights(prog, grid, block, dynamic_shared, options=opts, k_regs=k_regs,
-                                      gmem_words=gmem_words)
+                                      gmem_words=gmem_words, arena_words=arena_words)
         except MachineLimitError:
             pass
     return _lower_for_weights(prog, grid, block, dynamic_shared, options=tries[-1], k_regs=k_regs,
-                              gmem_words=gmem_words)
+                              gmem_words=gmem_words, arena_words=arena_words)
 
 
 def _lower_for_weights(
@@ -926,6 +926,7 @@ def _lower_for_weights(
     options: Options | None = None,
     k_regs: int | None = None,
     gmem_words: int | None = None,
+    arena_words: int = 0,
 ) -> tuple[Program, MemPlan]:
     from qwengpu.codegen.regalloc import allocate
 
@@ -934,13 +935,18 @@ def _lower_for_weights(
     out = allocate(p, k_regs=kr)
     if out.spill_words:
         out = allocate(p, k_regs=min(kr, FP))
-        base = plan.low - out.spill_words * plan.tstride
-        plan = replace(plan, spill_words=out.spill_words, spill_base=base)
-        if base < 0:
+        need_words = out.spill_words * plan.tstride
+        free = plan.low - arena_words
+        if need_words > free:  # spilling never refuses for registers, only for memory
+            mine = plan.describe()
             raise MachineLimitError(
-                f"kernel {prog.name} spills {out.spill_words} words per thread; with {plan.describe()} "
-                f"they do not fit the {plan.gmem_words} words of global memory"
+                f"kernel {prog.name} needs {need_words} words of global memory for its spill slots "
+                f"({out.spill_words} per thread x {plan.tstride} thread slots: more than 32 values live at "
+                f"once); {max(0, free)} of the machine's {plan.gmem_words} words are left beside the "
+                f"launch's buffers ({arena_words} words)" + ("" if mine == "none" else f" and {mine}")
+                + " (fewer threads per block need fewer)"
             )
+        plan = replace(plan, spill_words=out.spill_words, spill_base=plan.low - need_words)
         out = _map_spills(out, plan)
     return _const_plops(out), plan
 
@@ -1007,10 +1013,11 @@ def simulate_weights(
     if transform is not None:
         prog = transform(prog)
     grid, block = tuple(spec.grid), tuple(spec.block)  # type: ignore[attr-defined]
-    out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs)  # type: ignore[arg-type, attr-defined]
-    check_program_limits(out)
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
     place_module_globals(bound.gmem, prog.layout.global_vars)  # before the machine's regions, as the engine
+    out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs,  # type: ignore[arg-type, attr-defined]
+                                  arena_words=buffers_end(bound.gmem))
+    check_program_limits(out)
     extend_gmem(bound.gmem, plan)
     sim = MachineSim(out, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
     st = sim.launch((plan.nblocks, 1, 1), (plan.nthreads, 1, 1), bound.param_bytes, bound.gmem)

@@ -25,7 +25,9 @@ class Limits:
     # 32-bit words of shared memory per block (static + dynamic): carved from the top of the same
     # 1,024 global words as the buffers (they must fit below it), so at most 3/4 of them
     shared_words: int = 768
-    local_words: int = 16  # 32-bit words of per-thread local memory (.local arrays, spills)
+    # 32-bit words of per-thread local memory (.local arrays); the register allocator's spill slots
+    # are not counted here: they take the global-memory words the launch leaves (codegen.softmem)
+    local_words: int = 16
     param_words: int = 64  # 32-bit words of the kernel parameter bank (with launch constants)
     program: int = 4096  # machine instructions in the program ROM
 
@@ -38,7 +40,7 @@ class Limits:
             "predicates": "1-bit predicates per thread (p0..p7; PT is the constant true)",
             "global_words": "32-bit words of global memory (all buffers together)",
             "shared_words": "32-bit words of shared memory per block",
-            "local_words": "32-bit words of local memory per thread",
+            "local_words": "32-bit words of local memory per thread (.local arrays; spills use free memory)",
             "param_words": "32-bit words of kernel parameters and launch constants",
             "program": "machine instructions of program",
         }

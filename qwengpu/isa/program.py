@@ -65,3 +65,13 @@ class Program:
                 last = ins.ptx
             out.append(f"{pc:5d}:  {ins}")
         return "\n".join(out)
+
+
+def local_words_used(prog: Program) -> int:
+    """The words of per-thread local memory the program really addresses: its ``.local`` frame,
+    or 0 when nothing loads or stores there (call parameters promoted to registers leave a
+    frame but no access). Spill slots are not counted: they take as many words as the launch's
+    memory holds (``codegen.softmem``)."""
+    if not any(x.op in ("ld", "st", "atom") and x.mod("space") in ("local", "callparam") for x in prog.code):
+        return 0
+    return (prog.layout.local_size + 3) // 4

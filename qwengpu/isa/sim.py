@@ -27,7 +27,7 @@ from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
 from qwengpu.isa import f64
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, need
-from qwengpu.isa.program import Program
+from qwengpu.isa.program import Program, local_words_used
 from qwengpu.ptx.ir import TYPES, Instr
 from qwengpu.simt import core, fp32
 from qwengpu.simt import ops as iops
@@ -1202,8 +1202,8 @@ def check_program_limits(prog: Program) -> None:
 
 def check_memory_limits(prog: Program) -> None:
     """Refuse a program whose per-thread local memory or parameter bank does not fit."""
-    local_words = (prog.layout.local_size + 3) // 4 + prog.spill_words
-    need(f"kernel {prog.name}", local_words, LIMITS.local_words, "words of local memory per thread")
+    words = local_words_used(prog)
+    need(f"kernel {prog.name}", words, LIMITS.local_words, "words of local memory per thread")
     bank = ((prog.layout.param_size + 3) // 4) + len(prog.bank_slots)
     need(f"kernel {prog.name}", bank, LIMITS.param_words, "words of parameters and launch constants")
 

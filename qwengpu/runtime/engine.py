@@ -311,7 +311,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
-    from qwengpu.codegen.softmem import extend_gmem, lower_for_weights
+    from qwengpu.codegen.softmem import buffers_end, extend_gmem, lower_for_weights
 
     # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
@@ -319,13 +319,18 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     grid, block = tuple(spec.grid), tuple(spec.block)
     from qwengpu.codegen.soft import Options
 
+    # the words the launch's buffers and module variables take: spill slots get what is left
+    layout = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]).layout
+    sized = bind(spec, inline_calls(module, fn))
+    place_module_globals(sized.gmem, layout.global_vars)
+    arena_words = buffers_end(sized.gmem)
     budget = shape.rom_rows
     for _ in range(4):
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         prog, mem = lower_for_weights(
             lowered, grid, block, spec.shared_bytes,
             options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd),
-            gmem_words=shape.gmem_words,
+            gmem_words=shape.gmem_words, arena_words=arena_words,
         )
         if len(prog.code) <= shape.rom_rows:
             break
@@ -857,6 +862,7 @@ def run_machine(
         "prompt_tokens": len(prompt),
         "machine_instructions": len(prog.code),
         "registers": prog.nregs,
+        "spill_words": prog.spill_words,  # per thread, in global memory (more than 32 values live)
         "blocks": counts["blocks"],
         "barriers": counts["barriers"],
         "tokens_per_warp_instruction": round(len(trace) / max(1, counts["warp_instructions"]), 3),

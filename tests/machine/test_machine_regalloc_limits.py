@@ -4,6 +4,7 @@ refused with a message naming the registers needed; every limit in ``limits.py``
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,12 +85,23 @@ def test_more_live_values_spill(k: int) -> None:
     assert prog.spill_words >= (1 if k > 33 else 0)  # at 33 the buffer address is rematerialized instead
 
 
-def test_too_many_live_values_are_refused() -> None:
-    prog = lower_kernel(parse_ptx(live_values_ptx(60)), "k")
-    with pytest.raises(
-        MachineLimitError, match=r"kernel k needs 61 registers after allocation; the machine has 32"
-    ):
-        allocate(prog)
+def _mix(k: int) -> int:
+    """``live_values_ptx(k)``'s result from its meaning: x = 4 * v0, then x = 3x + v_j (mod 2^32)."""
+    v = list(range(3, 3 + k))
+    x = 4 * v[0]
+    for j in range(1, k):
+        x = (3 * x + v[j]) & 0xFFFFFFFF
+    return x
+
+
+@pytest.mark.parametrize("k", [60, 120])
+def test_heavy_register_pressure_spills_instead_of_refusing(k: int) -> None:
+    """No kernel is refused for register pressure (issue 26): 61 and 121 values live at once run
+    with 32 registers, the rest in spill slots (it was refused beyond 16 spill words before)."""
+    ref, got, st, prog = both(live_values_ptx(k), _spec(k))
+    assert_same(ref, got)
+    assert int(got["buf"][0]) == _mix(k)
+    assert prog.nregs <= 32 and prog.spill_words >= k + 1 - 32
 
 
 def test_allocation_coalesces_moves() -> None:
@@ -321,3 +333,62 @@ def test_parameters_are_rematerialized(tmp_path) -> None:
     ref = run_kernel(tmp_path / "k.cu")
     assert res.outputs["out"].tobytes() == ref.outputs["out"].tobytes()
     assert res.program.nregs <= 32
+
+
+PRESSURE = Path(__file__).resolve().parents[1] / "machine_weights" / "kernels" / "pressure.cu"
+
+
+def _pressure_expected(a: list[int], t: int) -> int:
+    """pressure.cu from its meaning: v_i = (a[i] ^ (t + i)) + 7i, folded s = 31 s + v_i from the top."""
+    s = 0
+    for i in reversed(range(len(a))):
+        s = (s * 31 + (((a[i] ^ (t + i)) + 7 * i) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return s
+
+
+def test_spill_slots_take_the_memory_the_launch_leaves(tmp_path) -> None:
+    """The program the weights run: pressure.cu (48 values live per thread) spills to per-thread
+    words of global memory; 16 threads fit, 64 do not, refused as a memory limit naming the words."""
+    from qwengpu.codegen.softmem import run_weights
+
+    spec = json.loads(PRESSURE.with_suffix(".json").read_text())
+    a = spec["args"][0]["data"]
+    spec.pop("expected")
+    spec["block"], spec["args"][1]["data"] = 16, [0] * 16
+    (tmp_path / "p16.json").write_text(json.dumps(spec))
+    run = run_weights(PRESSURE, tmp_path / "p16.json")
+    assert run.outputs["out"].tolist() == [_pressure_expected(a, t) for t in range(16)]
+    assert "spill slots" in run.stats["plan"]
+    spec["block"], spec["args"][1]["data"] = 64, [0] * 64
+    (tmp_path / "p64.json").write_text(json.dumps(spec))
+    with pytest.raises(MachineLimitError, match=r"needs 1216 words of global memory for its spill slots \(19 "
+                       r"per thread x 64 thread slots.* words are left beside the launch's buffers \(120 words\)"):
+        run_weights(PRESSURE, tmp_path / "p64.json")
+
+
+CALLS = """__device__ __noinline__ unsigned f(unsigned x, unsigned y) { return x * 7u + (y ^ 0x55u); }
+extern "C" __global__ void k(const unsigned *a, unsigned *out) {
+  unsigned t = threadIdx.x, s = a[0];
+%s  out[t] = s;
+}
+"""
+
+
+def test_call_frames_promoted_to_registers_take_no_local_memory(tmp_path) -> None:
+    """Twelve non-inlined calls leave a 36-word frame of call parameters in the layout, all
+    promoted to registers: the kernel was refused for "36 words of local memory" (16 allowed)."""
+    from qwengpu.codegen.softmem import run_weights
+
+    a = [5, 9, 1, 77]
+    (tmp_path / "k.cu").write_text(CALLS % "".join(f"  s = f(s, a[{j % 4}] + t);\n" for j in range(12)))
+    spec = {"kernel": "k", "grid": 1, "block": 4,
+            "args": [{"name": "a", "type": "u32*", "data": a}, {"name": "out", "type": "u32*", "data": [0] * 4}],
+            "outputs": ["out"]}
+    (tmp_path / "k.json").write_text(json.dumps(spec))
+    want = []
+    for t in range(4):
+        s = a[0]
+        for j in range(12):
+            s = (s * 7 + ((a[j % 4] + t) ^ 0x55)) & 0xFFFFFFFF
+        want.append(s)
+    assert run_weights(tmp_path / "k.cu").outputs["out"].tolist() == want

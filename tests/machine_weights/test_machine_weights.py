@@ -328,6 +328,16 @@ def test_real_cuda_kernels_in_the_weights(machine, name):
     assert "bounds_false_alarm" not in run.stats
 
 
+def test_register_pressure_spills_in_the_model(machine):
+    """48 values live per thread, 32 registers (issue 26: no kernel refused for register pressure):
+    the spill slots live in global memory and the model writes every spill store and reload; the
+    outputs equal the spec's values (from the kernel's meaning, in Python) and the interpreter."""
+    run = run_machine(K / "pressure.cu", model=machine[1], max_tokens=60000)
+    assert run.passed, run.mismatches
+    _same(run.outputs, run_kernel(K / "pressure.cu").outputs)
+    assert run.stats["spill_words"] > 0 and run.stats["registers"] <= 32
+
+
 @pytest.mark.slow
 def test_double_literal_in_a_float_expression_in_the_weights(machine):
     """halfx: ``x * 0.5 + 1.25`` with a float x is f64 code (cvt.f64.f32, fma.rn.f64,
