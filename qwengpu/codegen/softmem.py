@@ -484,7 +484,7 @@ def _x_atom(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
             q = s.setp("eq", old, b, "u", "and", p)
             s.emit("st", (), (a, c), q, size=4, **mods)
             return
-        new = _atomic_op(s, aop, typ, old, b)
+        new = _atomic_op(s, aop, typ, old, b, p)
         s.emit("st", (), (a, new), p, size=4, **mods)
 
     _lane_loop(s, body)
@@ -492,24 +492,27 @@ def _x_atom(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
     return s.code
 
 
-def _atomic_op(s: Seq, aop: str, typ: str, old: R, b: R | Imm) -> R:
-    """The new value of an atomic (interpreter semantics, ``sim._atomic_function``)."""
+def _atomic_op(s: Seq, aop: str, typ: str, old: R, b: R | Imm, p: P) -> R:
+    """The new value of an atomic (interpreter semantics, ``sim._atomic_function``), computed only
+    on the lane whose turn it is (guard ``p``): the lanes still waiting in the loop would write
+    results nobody reads, up to three tokens each (every group of the warp passes through every
+    iteration until its own lanes' turn)."""
     if typ == "f32":
         if aop == "add":
-            return s.op("fadd", old, b, rnd="rn", ftz=True)
+            return s.op("fadd", old, b, rnd="rn", ftz=True, guard=p)
         if aop in ("min", "max"):
-            return s.op("fmin" if aop == "min" else "fmax", old, b, ftz=False)
+            return s.op("fmin" if aop == "min" else "fmax", old, b, ftz=False, guard=p)
     if aop in ("add", "and", "or", "xor"):
-        return s.op(aop, old, b)
+        return s.op(aop, old, b, guard=p)
     if aop in ("min", "max"):
-        return s.op(aop, old, b, sign="s" if typ == "s32" else "u")
+        return s.op(aop, old, b, sign="s" if typ == "s32" else "u", guard=p)
     if aop == "inc":  # old >= b ? 0 : old + 1
-        q = s.setp("ge", old, b, "u")
-        return s.op("sel", Imm(0), s.op("add", old, Imm(1)), q)
+        q = s.setp("ge", old, b, "u", guard=p)
+        return s.op("sel", Imm(0), s.op("add", old, Imm(1), guard=p), q, guard=p)
     if aop == "dec":  # old == 0 || old > b ? b : old - 1
-        q = s.setp("eq", old, Imm(0))
-        q = s.setp("gt", old, b, "u", "or", q)
-        return s.op("sel", b, s.op("sub", old, Imm(1)), q)
+        q = s.setp("eq", old, Imm(0), guard=p)
+        q = s.setp("gt", old, b, "u", "or", q, guard=p)
+        return s.op("sel", b, s.op("sub", old, Imm(1), guard=p), q, guard=p)
     raise MachineLimitError(f"unsupported atomic {aop}.{typ}")
 
 
