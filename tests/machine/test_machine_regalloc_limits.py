@@ -361,8 +361,9 @@ def test_spill_slots_take_the_memory_the_launch_leaves(tmp_path) -> None:
     assert "spill slots" in run.stats["plan"]
     spec["block"], spec["args"][1]["data"] = 64, [0] * 64
     (tmp_path / "p64.json").write_text(json.dumps(spec))
-    with pytest.raises(MachineLimitError, match=r"needs 1216 words of global memory for its spill slots \(19 "
-                       r"per thread x 64 thread slots.* words are left beside the launch's buffers \(120 words\)"):
+    want = (r"needs 1216 words of global memory for its spill slots \(19 per thread x 64 thread slots.* "
+            r"words are left beside the launch's buffers \(120 words\)")
+    with pytest.raises(MachineLimitError, match=want):
         run_weights(PRESSURE, tmp_path / "p64.json")
 
 
@@ -382,7 +383,8 @@ def test_call_frames_promoted_to_registers_take_no_local_memory(tmp_path) -> Non
     a = [5, 9, 1, 77]
     (tmp_path / "k.cu").write_text(CALLS % "".join(f"  s = f(s, a[{j % 4}] + t);\n" for j in range(12)))
     spec = {"kernel": "k", "grid": 1, "block": 4,
-            "args": [{"name": "a", "type": "u32*", "data": a}, {"name": "out", "type": "u32*", "data": [0] * 4}],
+            "args": [{"name": "a", "type": "u32*", "data": a},
+                     {"name": "out", "type": "u32*", "data": [0] * 4}],
             "outputs": ["out"]}
     (tmp_path / "k.json").write_text(json.dumps(spec))
     want = []
