@@ -9,9 +9,12 @@ earlier memory) carries. Memories:
 * ``ctl`` (1 row): mode | pc-or-address | group, written by PASS and load-address tokens and read
   by every token, so chunk, MASK and STORE tokens know the current instruction and group.
 * ``stage`` (16 rows x 11 bits): DATA chunks of a ROM row or a global-memory word being loaded.
-* ``rom`` (1024 rows, one instruction each), read at the latched pc: the PASS token's 9 bits and
-  ``bnk``, the half of the ROM named by the last BANK token (1 row, 1 bit; the model writes BANK
-  before a pass in the other half, and the step after it chooses the same pass again).
+* ``rom0..rom3`` (4 banks of 1,024 rows, one instruction each; one ``rom`` bank in a shape
+  without room for four), read at the latched 12-bit pc: the PASS token's 9 bits and ``bnk``, the
+  512-row bank named by the last BANK token (1 row, 3 bits; the model writes BANK before a pass
+  in another bank, and the step after it chooses the same pass again). Every bank reads the pc's
+  row; the pc's top two bits select one (an MLP after the last bank). A ROM-mode DATA token writes
+  the bank that ``bnk``'s top two bits name, at ROMADDR's 10-bit row.
 * ``rfa{l}_{j}`` / ``rfb{l}_{j}`` (lane position l, 11-bit chunk j; row = group * 32 + register):
   the register file, one copy per operand port. A result chunk token writes its chunk
   straight into both copies, so the next pass reads the committed value.
@@ -122,6 +125,8 @@ ROM_FIELDS = (
     ("nowb", 1),
 )
 ROM_BITS = sum(w for _, w in ROM_FIELDS)
+#: rows per ROM bank: 8 key heads of 128 rows; 1,024-row banks written by ROMADDR's 10 bits
+ROM_BANK_ROWS = 1 << P.ROMADDR_BITS
 ROM_CHUNKS = -(-ROM_BITS // P.CHUNK)
 
 
@@ -140,7 +145,7 @@ def pack_row(fields: dict[str, int]) -> int:
 class MachineShape:
     """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
 
-    rom_rows: int = 1024
+    rom_rows: int = 4096
     gmem_words: int = 1024
     nregs: int = 32
     npreds: int = 8
@@ -248,7 +253,7 @@ class Fetch:
     cur: Word
     cg: Word
     cpc: Word
-    bnk: Bit
+    bnk: Word
     m_exec: Bit
     m_mem: Bit
     m_dump: Bit
@@ -352,6 +357,26 @@ def _resolve(c: Circuit, row: Word, live_if_fresh: Bit, gpar: Bit, ep: Bit) -> t
     return pc, live, c.all_of([live, ~waits])  # type: ignore[return-value]
 
 
+def _rom_read(c: Circuit, shape: MachineShape, cur: Word, bnk: Word, cpc: Word, row: Word,
+              load: list[Bit]) -> Word:
+    """The ROM row at ``cpc``; a token where every bit of ``load`` is set writes ``row`` at
+    ``cur``'s 10 bits in the bank that the BANK latch's high bits name."""
+    nbanks = -(-shape.rom_rows // ROM_BANK_ROWS)
+    hi_bits = max(0, (nbanks - 1).bit_length())
+    reads = []
+    for b in range(nbanks):
+        rows = min(ROM_BANK_ROWS, shape.rom_rows - b * ROM_BANK_ROWS)
+        nbits = (rows - 1).bit_length()
+        m = c.memory("rom" if nbanks == 1 else f"rom{b}", rows=rows, width=ROM_BITS)
+        mine = [x if (b >> i) & 1 else ~x for i, x in enumerate(bnk[1 : 1 + hi_bits].bits)]
+        m.write(cur[:nbits], row, c.all_of(load + mine))
+        reads.append(m.read(cpc[:nbits]))
+    if nbanks == 1:
+        return reads[0]
+    sel = cpc[P.PC_BITS - hi_bits : P.PC_BITS]
+    return c.select(sel, reads + [reads[0]] * ((1 << hi_bits) - nbanks))
+
+
 def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     """Decode + ROM read (doc section 5, layers 0-1): the token, the launch registers, the control
     latch (mode | pc-or-address | group), the staging memory, the ROM row and the active lanes."""
@@ -404,7 +429,8 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     # the pc of the executing pass: the PASS token's 9 bits and the ROM bank of the last BANK
     # token (a separate latch read beside ``ctl``: no extra layer before the ROM read)
     is_bank = ctl_is(P.BANK)
-    bnk = _latch(c, "bnk", 1, arg, is_bank)[0]
+    bank_bits = P.PC_BITS - P.PASS_PC_BITS
+    bnk = _latch(c, "bnk", bank_bits, c.concat(arg[0], arg[2 : 1 + bank_bits]), is_bank)
     cpc = c.concat(cur[: P.PASS_PC_BITS], bnk)
     m_exec, _m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
     g_exists = [c.threshold(list(nth.bits), [1 << i for i in range(7)], 4 * h + 1) for h in range(GROUPS)]
@@ -413,11 +439,11 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     stage = c.memory("stage", rows=16, width=P.CHUNK)
     stage.write(idx, d, is_data)
     staged = [stage.read(c.const(k, 4)) for k in range(max(ROM_CHUNKS, P.IDX_UNIFORM + 2))]
-    rom_bits = (shape.rom_rows - 1).bit_length()
-    rom = c.memory("rom", rows=shape.rom_rows, width=ROM_BITS)
-    rom_en = c.all_of([~t[15], mode[0], ~mode[1]])  # a DATA token in ROM mode
-    rom.write(cur[:rom_bits], c.concat(*staged[:ROM_CHUNKS])[:ROM_BITS], rom_en)
-    f = _fields(rom.read(cpc[:rom_bits]))
+    # the ROM in banks of up to ROM_BANK_ROWS rows (one bank's key heads fit one layer's mixer):
+    # a DATA token in ROM mode writes the bank named by the BANK latch's high bits (ROMADDR's
+    # argument is the row within it); every bank reads the pc's row and the pc's high bits select
+    f = _fields(_rom_read(c, shape, cur, bnk, cpc, c.concat(*staged[:ROM_CHUNKS])[:ROM_BITS],
+                          [~t[15], mode[0], ~mode[1]]))
 
     # ---- the executing token's active lanes: every thread of the group (PASS f=1), or the group's
     # sticky mask (PASS f=0), the last MASK(g, m) token's m. The table is addressed by the token's
@@ -741,8 +767,11 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     pass_tok = c.mux(use_mask, mask_tok, pass_tok)
     # a pass in the other half of the ROM: BANK(its half, whether this step restarted) first;
     # the next step (state unchanged) chooses the same pass and writes the PASS
-    bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, c.const(0, 8), c.const(P.ctl(P.BANK) >> 10, 6))
-    pass_tok = c.mux(sel_pc[P.PASS_PC_BITS] ^ fx.bnk, bank_tok, pass_tok)
+    hb = P.PC_BITS - P.PASS_PC_BITS
+    bank_tok = c.concat(sel_pc[P.PASS_PC_BITS], ~cont, sel_pc[P.PASS_PC_BITS + 1 :],
+                        c.const(0, P.ADDR_BITS - 1 - hb), c.const(P.ctl(P.BANK) >> 10, 6))
+    other = c.any_of([sel_pc[P.PASS_PC_BITS + i] ^ fx.bnk[i] for i in range(hb)])
+    pass_tok = c.mux(other, bank_tok, pass_tok)
     bar_tok = c.concat(~ep, c.const(0, 9), c.const(P.ctl(P.BAR) >> 10, 6))
     blk_tok = c.mux(
         wrap,

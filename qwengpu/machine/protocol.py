@@ -10,8 +10,8 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            12..14 uniform chunk j-12 (every lane of the group), 15 predicate
                            (4 values | 4 lane enables); in ROM / MEM load mode: chunk i of the row
                            being loaded; in DUMP mode: chunk i of the dumped word
-    10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc (its low 9 bits; the 10th
-                           is the bank latched by the last BANK token, 0 before any) for lane
+    10 f gggg ppppppppp    PASS(g, pc, f): issue the instruction at pc (its low 9 bits; bits
+                           9..11 are the bank latched by the last BANK token, 0 before any) for lane
                            group g (warp g>>3, threads 4g..4g+3 of the block); the token
                            executes. f=1: the active lanes are all the group's threads; f=0:
                            the group's sticky mask (the m of its last MASK token)
@@ -20,9 +20,10 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            MASK(m | g<<4 | r<<8 | x<<9): group g's sticky mask is now m (it
                            executes nothing; the PASS f=0 after it does; r, x: see below),
                            SHORT(lane << 8 | v): lane's result is v < 256, USHORT(v): every lane's
-                           result is v < 1024 (one token instead of three chunks), BANK(b | r<<1):
-                           the next PASS tokens name pcs 512b..512b+511 (r: the pass after it
-                           starts a new round, as after BLOCK/BAR)
+                           result is v < 1024 (one token instead of three chunks),
+                           BANK(b0 | r<<1 | b12<<2): the next PASS tokens name pcs 512b..512b+511,
+                           b = b0 | b12<<1 (r: the pass after it starts a new round, as after
+                           BLOCK/BAR); in the prompt, b12 gives ROMADDR rows 1024*b12 + a
 
 A block index (``ctaid``, up to 65,534) and the block count (up to 65,535) are 16 bits; a
 control argument is 10. So BLOCK and NBLOCKS carry the index in two parts, told apart by argument
@@ -33,10 +34,14 @@ BLOCK(0): two tokens where other block starts take one (the step after BLOCKHI s
 part and no running lane, so it writes the low part; the early layers cannot count, so the high
 part must come as a token). A blank latch reads 0: launches of up to 511 blocks never see BLOCKHI.
 
-Why a bank and not a 10-bit pc in every PASS: the 16-bit token space is full (DATA takes half,
-PASS with its group, f bit and 9-bit pc a quarter, control the rest). A program of up to 1024
-rows needs the 10th bit only where the next pass leaves the current half of the ROM: the model
-writes BANK there (one token, rare: routines sit in the low half, most kernels in one half).
+Why a bank and not a 12-bit pc in every PASS: the 16-bit token space is full (DATA takes half,
+PASS with its group, f bit and 9-bit pc a quarter, control the rest). A program of up to 4,096
+rows needs the bank only where the next pass leaves the current 512-row bank: the model writes
+BANK there (one token, rare: routines sit low, most kernels in one bank). Its bit 0 is pc bit 9
+and its bits 2..3 pc bits 10..11 (bit 1 is the restart flag r), so BANK tokens of programs of up
+to 1,024 rows are those of the 10-bit machine. The host loads rows 1,024 and up of the ROM the
+same way: ``BANK(b12 << 2)`` before their ``ROMADDR`` tokens (whose argument is 10 bits), and
+``BANK(0)`` after the last, so the launch starts in bank 0.
 
 Why a PASS does not carry its active mask: the 16-bit token space is full. A mask is sticky
 instead (machine v2): the early layers keep a table of one mask per group (``mte``, written by MASK
@@ -52,7 +57,7 @@ A pass whose result is dead (no instruction reads it again: ``codegen.liveness``
 ``nowb`` bit) writes no result token: its PASS (or MASK) is followed directly by the next pass's,
 as for an instruction without a result, and nothing is committed.
 
-Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction, ``MEMADDR(w) DATA(0..2)`` per
+Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction (``rom_load``), ``MEMADDR(w) DATA(0..2)`` per
 non-zero word of global memory, ``NTHREADS(n) [NBLOCKSHI(b >> 9)] NBLOCKS(b & 511) DUMPLO(lo)
 DUMPHI(hi)`` and ``BLOCK(0)``. Model-written: ``MASK`` (when a group's mask changes), ``PASS``,
 result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts;
@@ -66,8 +71,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHUNK = 11  # data bits per DATA token
-PC_BITS = 10  # the machine's pc (ROM rows), ROMADDR's argument
-PASS_PC_BITS = 9  # the pc bits a PASS token carries (the 10th: BANK)
+PC_BITS = 12  # the machine's pc (4,096 ROM rows): a PASS token's 9 bits and the BANK latch's 3
+PASS_PC_BITS = 9  # the pc bits a PASS token carries (bits 9..11: BANK)
+ROMADDR_BITS = 10  # the ROM row bits a ROMADDR token carries (bits 10..11: BANK's b12)
 GROUP_BITS = 4
 ADDR_BITS = 10
 BLOCK_LO_BITS = 9  # the low part of a block index / count in BLOCK / NBLOCKS; bit 9 marks the high part
@@ -112,6 +118,34 @@ def pass_(pc: int, group: int = 0, full: bool = True) -> int:
     """PASS(group, pc, full) (pc: the low 9 bits of the machine's pc)."""
     assert 0 <= pc < (1 << PASS_PC_BITS) and 0 <= group < (1 << GROUP_BITS)
     return 0x8000 | (int(full) << 13) | (group << PASS_PC_BITS) | pc
+
+
+def bank_arg(bank: int, restart: bool = False) -> int:
+    """BANK's argument naming the 512-row bank ``bank`` (pc bits 9..11) and the restart flag."""
+    assert 0 <= bank < 1 << (PC_BITS - PASS_PC_BITS)
+    return (bank & 1) | (int(restart) << 1) | ((bank >> 1) << 2)
+
+
+def bank_of(arg: int) -> int:
+    """The 512-row bank a BANK argument names (pc bits 9..11)."""
+    return (arg & 1) | (((arg >> 2) & 3) << 1)
+
+
+def rom_load(rows: list[int], nchunks: int) -> list[int]:
+    """The prompt tokens that load ``rows`` into the ROM: ``ROMADDR(pc) DATA(0..nchunks-1)`` per
+    row; rows from 1,024 on after ``BANK(b12 << 2)`` (ROMADDR carries 10 bits), and ``BANK(0)``
+    after them, so the launch starts in bank 0."""
+    out: list[int] = []
+    hi = 0
+    for pc, row in enumerate(rows):
+        if pc >> ROMADDR_BITS != hi:
+            hi = pc >> ROMADDR_BITS
+            out.append(ctl(BANK, bank_arg(hi << 1)))
+        out.append(ctl(ROMADDR, pc & ((1 << ROMADDR_BITS) - 1)))
+        out += [data(k, v) for k, v in enumerate(chunks(row, nchunks))]
+    if hi:
+        out.append(ctl(BANK, 0))
+    return out
 
 
 def ctl(kind: int, a: int = 0) -> int:
@@ -178,7 +212,7 @@ class Reader:
     def read(self, t: int) -> Token:
         tk = decode(t)
         if tk.kind == "BANK":
-            self.bank = tk.a & 1
+            self.bank = bank_of(tk.a)
         elif tk.kind == "PASS" and self.bank:
             return Token("PASS", tk.a | (self.bank << PASS_PC_BITS), tk.b, tk.full)
         elif tk.kind in ("BLOCKHI", "NBLOCKSHI"):

@@ -8,6 +8,10 @@ from __future__ import annotations
 from qwengpu.machine.circuit import MachineShape
 
 DEFAULT_SHAPE = MachineShape()
+#: the ROM of the machine in a shape without the units' room (the test shape): one 1,024-row bank.
+#: Four banks (4,096 rows, the 2B shape's) do not fit its residual (measured: FitError, "all 2041
+#: signal dimensions are taken"); the protocol is the same (12-bit pc, BANK tokens)
+SMALL_ROM_ROWS = 1024
 #: the smallest ``intermediate_size`` whose layers host the 4-lane multiplier (measured: the
 #: machine with it does not fit intermediate 2048, 3072 or 4096 at hidden 2048, and fits 6144, the
 #: Qwen3.5-2B shape, at 37 layers: docs/machine-in-weights.md section 8)
@@ -18,7 +22,9 @@ def shape_for(config) -> MachineShape:
     """The machine compiled into ``config``'s layers: with the multiplier and the float adders where
     they have room (both measured on the 2B shape: bench/fadd_unit.py)."""
     room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
-    return MachineShape(multiplier=room, fadd=room)
+    if room:
+        return MachineShape(multiplier=True, fadd=True)
+    return MachineShape(rom_rows=SMALL_ROM_ROWS)
 
 
 def test_config(hidden: int = 2048, intermediate: int = 2048):

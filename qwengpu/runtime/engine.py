@@ -363,10 +363,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             f"machine in the weights has {shape.gmem_words}"
         )
     words = np.frombuffer(arena.tobytes().ljust(nwords * 4, b"\0"), dtype="<u4")
-    prompt: list[int] = []
-    for pc, row in enumerate(rows):
-        prompt.append(P.ctl(P.ROMADDR, pc))
-        prompt += [P.data(k, v) for k, v in enumerate(P.chunks(row, ROM_CHUNKS))]
+    prompt: list[int] = P.rom_load(rows, ROM_CHUNKS)
     for w, v in enumerate(words):
         if v:
             prompt.append(P.ctl(P.MEMADDR, w))

@@ -60,6 +60,35 @@ def test_protocol_roundtrip():
     assert max(P.pass_(511, 15), P.ctl(P.FAULT, 1023), P.data(15, 2047), P.ctl(P.BANK, 3)) < 1 << 16
 
 
+def test_a_rom_of_4096_rows_is_loaded_and_named_by_bank():
+    """The pc is 12 bits: a PASS carries 9, the BANK latch 3 (argument bits 0, 2, 3; bit 1 is the
+    restart flag, so a 10-bit machine's BANK tokens keep their ids). ROMADDR carries 10 bits: the
+    host loads rows 1,024 and up after BANK(b12 << 2) and ends with BANK(0)."""
+    assert [P.bank_arg(b) for b in range(8)] == [0, 1, 4, 5, 8, 9, 12, 13]
+    assert P.bank_arg(1, restart=True) == 3 and P.bank_of(3) == 1
+    assert all(P.bank_of(P.bank_arg(b, r)) == b for b in range(8) for r in (False, True))
+    rows = list(range(1, 3001))  # 3,000 rows: banks 0, 1 and 2 of 1,024
+    toks = P.rom_load(rows, 2)
+    addr = [(k, t) for k, t in enumerate(P.decode(x) for x in toks) if t.kind in ("ROMADDR", "BANK")]
+    banks = [(k, t.a) for k, t in addr if t.kind == "BANK"]
+    assert [a for _, a in banks] == [P.bank_arg(2), P.bank_arg(4), 0]
+    # every ROMADDR's 10 bits plus the high bits of the BANK before it name its row, in order
+    hi, seen = 0, []
+    for _, t in addr:
+        if t.kind == "BANK":
+            hi = P.bank_of(t.a) >> 1
+        else:
+            seen.append(hi << 10 | t.a)
+    assert seen == list(range(3000))
+    assert len(toks) == 3000 * 3 + 3 and toks[-1] == P.ctl(P.BANK, 0)
+    assert P.rom_load(rows[:1024], 2) == [x for pc, r in enumerate(rows[:1024])
+                                          for x in [P.ctl(P.ROMADDR, pc), *(P.data(k, v) for k, v in
+                                                                            enumerate(P.chunks(r, 2)))]]
+    # the reader puts a PASS's 9 bits after the bank's 3
+    toks = [P.ctl(P.BANK, P.bank_arg(7)), P.pass_(511, 2), P.ctl(P.BANK, P.bank_arg(4, True)), P.pass_(3, 1)]
+    assert [t.a for t in P.read_all(toks) if t.kind == "PASS"] == [4095, 2051]
+
+
 def test_block_indices_take_two_parts():
     """A 16-bit block index / count: BLOCK / NBLOCKS carry the low 9 bits, their HI forms (argument
     bit 9) the high 7; the reader puts the parts side by side (a blank high part is 0)."""

@@ -55,6 +55,30 @@ def test_products_inside_the_2b_shape_model(machine_2b, name):
     assert run.stats["passes"] < run_weights(cu).stats["passes"]
 
 
+def test_a_4096_row_rom_in_the_2b_model(machine_2b):
+    """A 3,630-row program (``kernels/rom4k.cu``: eight copies of float divisions, square roots and
+    float-to-int64 conversions, inline) loaded into all four 1,024-row ROM banks (the host writes
+    BANK before rows 1,024, 2,048 and 3,072) and run straight through: the model writes BANK as
+    the pc enters each 512-row bank, 1 to 7; the outputs are the interpreter's bit for bit, the
+    passes sim.py's."""
+    from qwengpu.machine import protocol as P
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    cfg, model = machine_2b
+    cu = ROOT / "tests" / "machine_weights" / "kernels" / "rom4k.cu"
+    _, prog, prompt, _, _ = prepare(cu, None, shape_for(cfg))
+    assert 3072 < len(prog.code) <= 4096
+    assert [P.bank_of(P.decode(t).a) for t in prompt if P.decode(t).kind == "BANK"] == [2, 4, 6, 0]
+    run = run_machine(cu, model=model, config=cfg, max_tokens=200_000)
+    ref = run_kernel(cu)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    assert run.stats["passes"] == run_weights(cu, options=NATIVE).stats["passes"]
+    toks = P.read_all(run.trace)
+    assert {P.bank_of(t.a) for t in toks if t.kind == "BANK"} == set(range(1, 8))
+    assert max(t.a for t in toks if t.kind == "PASS") == len(prog.code) - 1  # the last row, in bank 7
+
+
 def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
     """The negative control on this shape: one flipped MLP weight and the launch no longer gives
     the interpreter's outputs (a wrong value, or no result at all)."""
