@@ -1,4 +1,5 @@
-"""Program size against the 1024-row ROM of the machine in the weights: inline expansions vs shared routines.
+"""Program size against the machine's ROM (``soft.ROM_BUDGET``; 4,096 rows on the 2B shape, 1,024
+before): inline expansions vs shared routines.
 
     python bench/rom_size.py                    # corpus table (~1-2 min)
     python bench/rom_size.py --kernels mulhi,gcd

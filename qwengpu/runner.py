@@ -209,7 +209,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     runs launches the machine refuses; a user trying a kernel on it should hear before switching
     engines."""
     from qwengpu.codegen.lower import lower_kernel
-    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.soft import ROM_BUDGET, Options
     from qwengpu.codegen.softmem import buffers_end, lower_for_weights
     from qwengpu.isa.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
@@ -232,7 +232,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         sized = bind(spec, inline_calls(module, fn))  # the buffers' words: spill slots get the rest
         place_module_globals(sized.gmem, lowered.layout.global_vars)
-        budget = shape.rom_rows
+        budget = min(shape.rom_rows, ROM_BUDGET)  # as engine.prepare
         for _ in range(4):
             prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
                                           options=Options(budget=budget, **opts),

@@ -180,7 +180,12 @@ WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 SIDE_EFFECTS = ("ld", "st", "atom", "trap", "bar", "exit", "vote", "ballot", "shfl", "shflp", "call")
 #: the ops this module expands (``softfloat.py`` registers more in ``EXPANDERS``)
 INTEGER_EXPANDED = ("mul", "mad", "mulhi", "mulw", "plop", "ld", "idiv", "irem")
-ROM_BUDGET = 4096  # program rows of the machine in the weights (circuit.MachineShape.rom_rows)
+#: the program rows the lowering aims for (inline expansions while the program fits, shared routines
+#: past it). Not the ROM (4,096 rows on the 2B shape): a row costs 12 prompt tokens and the fast
+#: runtime's prefill is a step per token, so inlining to 4,096 rows cost more wall time than it saved
+#: (measured: docs/machine-in-weights.md 9.9). A program that does not fit it even with routines
+#: runs as long as it fits the ROM (``engine.prepare``)
+ROM_BUDGET = 1024
 MUL_VARIANTS = ("auto", "unrolled", "loop", "bitloop", "straight")
 ROUTINE_MODES = ("auto", "never", "always", "generic")
 OUTLINE_MODES = ("auto", "never", "always")
@@ -1049,6 +1054,9 @@ def local_value_numbering(
     for i, x in enumerate(code):
         if i in starts:
             table.clear()
+        elif i % CSE_REACH == 0 and table:  # entries too old to be reused: dropping them changes
+            # nothing and keeps the invalidation scan below short in long blocks (unrolled code)
+            table = {k: v for k, v in table.items() if i - v[1] <= CSE_REACH}
         srcs = tuple(ren(v) for v in x.s)
         d = x.d[0] if len(x.d) == 1 else None
         key = None

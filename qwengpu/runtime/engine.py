@@ -317,14 +317,16 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
     # the program then runs as the 1-D launch of linear thread/block indices the circuit runs
     grid, block = tuple(spec.grid), tuple(spec.block)
-    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.soft import ROM_BUDGET, Options
 
     # the words the launch's buffers and module variables take: spill slots get what is left
     layout = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]).layout
     sized = bind(spec, inline_calls(module, fn))
     place_module_globals(sized.gmem, layout.global_vars)
     arena_words = buffers_end(sized.gmem)
-    budget = shape.rom_rows
+    # the lowering aims for ROM_BUDGET rows (prompt tokens); it takes the whole ROM only when the
+    # program does not fit that even with shared routines
+    budget = min(shape.rom_rows, ROM_BUDGET)
     for _ in range(4):
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         prog, mem = lower_for_weights(

@@ -1,7 +1,7 @@
 """The 4,096-row ROM of the 2B-shape machine, run by the compiler's exact evaluator (no model).
 
 Why here and not in the model: the test shape holds one 1,024-row ROM bank (four do not fit its
-residual), and the 2B model is a 9 GB build (its launch of a 3,847-row program is the slow test
+residual), and the 2B model is a 9 GB build (its launch of a 3,208-row program is the slow test
 ``tests/machine_weights/test_multiplier_2b.py::test_a_4096_row_rom_in_the_2b_model``). The evaluator
 runs the 2B circuit itself, token by token, on integers: what it writes is what the model writes
 whenever the model is exact (the compiler's contract, checked elsewhere).
@@ -76,3 +76,20 @@ def test_a_program_across_the_four_rom_banks(circuit_2b):
                                                        P.bank_arg(2600 >> 9)]
     assert decode_dump(trace) == {0: 112}
     assert trace[-1] == P.ctl(P.HALT)
+
+
+def test_the_lowering_aims_for_1024_rows_and_takes_the_rom_when_it_must():
+    """Programs are lowered for 1,024 rows (a row is 12 prompt tokens: ``soft.ROM_BUDGET``); one
+    that does not fit that even with shared routines (``rom4k``: 3,208 rows of unrolled integer
+    code) takes the 2B shape's 4,096-row ROM (the test shape's one bank refuses it: the slow
+    ``test_a_4096_row_rom_in_the_2b_model``). Lowering it takes ~11 s (97 s before the value
+    numbering stopped rescanning entries too old to reuse)."""
+    from pathlib import Path
+
+    from qwengpu.codegen.soft import ROM_BUDGET
+    from qwengpu.runtime.engine import prepare
+
+    cu = Path(__file__).resolve().parents[1] / "machine_weights" / "kernels" / "rom4k.cu"
+    _, prog, prompt, _, _ = prepare(cu, None, shape_for(machine_config("2b")))
+    assert ROM_BUDGET == 1024 < 3072 < len(prog.code) <= 4096
+    assert [P.bank_of(P.decode(t).a) for t in prompt if P.decode(t).kind == "BANK"] == [2, 4, 6, 0]
