@@ -609,7 +609,11 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     shape = shape_for(config)  # the machine this shape compiles: its capacities and units
     refused = refused_opcodes()
     slice_rows = [
-        ("threads_per_block", shape.threads, "threads per block (2 warps of 8 four-lane groups; 1-D)"),
+        ("threads_per_block", LIMITS.threads_per_block,
+         f"threads per block; more than {shape.threads} only without block barriers (run as parts of "
+         f"{shape.threads} one after another)"),
+        ("resident_threads", shape.threads, "threads held at once (2 warps of 8 four-lane groups): the "
+         "block limit of a kernel with __syncthreads"),
         ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),

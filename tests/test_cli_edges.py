@@ -17,6 +17,7 @@ import pytest
 from test_cli import DOT_SPEC, DOT_SRC, cli
 
 BIG_SRC = 'extern "C" __global__ void big(int* p) { p[threadIdx.x] = threadIdx.x; }\n'
+BAR_SRC = 'extern "C" __global__ void big(int* p) { p[threadIdx.x] = 1; __syncthreads(); p[0] = 2; }\n'
 
 
 @pytest.fixture
@@ -26,8 +27,8 @@ def dot(tmp_path: Path) -> Path:
     return tmp_path / "dot.cu"
 
 
-def _big(tmp_path: Path, words: int = 2000, block: int = 4) -> Path:
-    (tmp_path / "big.cu").write_text(BIG_SRC)
+def _big(tmp_path: Path, words: int = 2000, block: int = 4, src: str = BIG_SRC) -> Path:
+    (tmp_path / "big.cu").write_text(src)
     spec = {"kernel": "big", "grid": 1, "block": block,
             "args": [{"name": "p", "type": "i32*", "size": words}], "outputs": []}
     (tmp_path / "big.json").write_text(json.dumps(spec))
@@ -140,11 +141,12 @@ def test_launch_over_memory_says_what_it_needs_and_what_the_machine_has(tmp_path
 
 
 def test_interp_notes_a_launch_the_machine_would_refuse(tmp_path: Path):
-    big = _big(tmp_path, words=128, block=128)  # 128 threads per block: the machine has 64
+    # 128 threads per block waiting at a barrier: the machine holds 64 at once
+    big = _big(tmp_path, words=128, block=128, src=BAR_SRC)
     p = cli("run", str(big), "--engine", "interp", "--json")
     assert p.returncode == 0, p.stderr
     assert "note: the machine in the weights would refuse this launch" in p.stderr
-    assert "128 threads per block; the machine has 64" in p.stderr
+    assert "128 threads per block and kernel big waits at block barriers" in p.stderr
     stats = json.loads(p.stdout)["stats"]
     assert "128 threads per block" in stats["machine_limit"]
     (tmp_path / "fits").mkdir()

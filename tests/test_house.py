@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"errors", "cuda", "ptx", "simt", "spec", "isa", "codegen", "compiler", "machine", "model"},
     "runner": {"errors", "cuda", "ptx", "simt", "spec", "isa", "codegen", "machine", "model", "runtime"},
     "hw": {"errors", "cuda", "ptx", "simt", "spec", "runner"},
-    "host": {"errors", "cuda", "ptx", "simt", "spec", "machine", "runtime", "runner"},
+    # (isa: the limits advanced mode's prompt states, e.g. threads per block)
+    "host": {"errors", "cuda", "ptx", "simt", "spec", "isa", "machine", "runtime", "runner"},
     # the Python API, beside the CLI at the top (it reuses the CLI's parser for ask's defaults)
     "api": {"errors", "cuda", "ptx", "simt", "spec", "runtime", "runner", "host", "cli"},
 }

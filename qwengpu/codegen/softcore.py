@@ -263,9 +263,10 @@ class Fresh:
         self.pc_sizes: list[int] = []  # expanded size of each instruction of the program
 
     def launch_blocks(self) -> int | None:
-        """The launch's block count when the options carry its memory plan (None: any launch)."""
+        """The machine's block count (``s2r ctaid.x``'s range: the launch's blocks times its parts)
+        when the options carry the launch's memory plan (None: any launch)."""
         plan = getattr(self.opts, "plan", None)
-        return None if plan is None else plan.nblocks
+        return None if plan is None else plan.mblocks
 
     def route(self, name: str, level: str = "special") -> bool:
         """Whether an expansion with this routine name becomes a call (``Options.routines``;
@@ -699,7 +700,7 @@ def special_bits(nblocks: int | None = None) -> dict[str, int]:
     given the launch's block count (the lowering with a memory plan), for that launch: ``ctaid``
     below max(nblocks, 64) (a 16-bit bound for every launch would make each multiply by
     ``%ctaid`` on a machine without the multiplier 2.5x longer)."""
-    t = LIMITS.threads_per_block
+    t = LIMITS.resident_threads  # ``s2r tid.x`` of the machine: the thread in its (part of a) block
     b = LIMITS.blocks_per_launch if nblocks is None else max(nblocks, CTAID_BOUND_FLOOR)
     nw = -(-t // 32)
     out = {}

@@ -52,6 +52,13 @@ onto that, as host-side sequences of ``soft.WEIGHT_OPS``:
   warp's 8 partials, then the active lanes clear their slot and partial again. Inactive lanes'
   slots are 0, so they cannot count. Straight-line (all active lanes run it in lock step: a
   machine instruction is executed by all its lanes before the next one).
+* **blocks of more than 64 threads** (``block_parts``): the machine holds 64 threads at once; a
+  block of up to 1,024 threads of a kernel without block barriers runs as ``parts`` consecutive
+  machine blocks of ``nthreads / parts`` threads (whole warps when the kernel uses warp
+  operations or shared memory). The kernel's linear indices come from the machine's:
+  ``ctaid = ctaid_m / parts``, ``tid = tid_m + (ctaid_m % parts) * threads`` (``_linear_index``);
+  the per-thread regions below are sized and indexed by the machine's threads, since the parts
+  run one after another. A block with ``bar.sync`` must fit 64 threads (refused by name).
 * **2-D/3-D launches and launch constants**: the program is run as a 1-D launch of
   ``nthreads`` threads and ``nblocks`` blocks (the circuit's linear indices; x fastest, as the
   interpreter linearises). ``s2r tid.x`` of the expanded program is the linear thread index,
@@ -143,18 +150,32 @@ class MemPlan:
     low: int  # lowest word of the machine's regions (before spills)
     spill_words: int = 0
     spill_base: int | None = None
+    parts: int = 1  # machine blocks per launch block (``block_parts``): one after another
 
     @property
     def nthreads(self) -> int:
+        """Threads per block of the launch (the kernel's ``ntid``)."""
         return self.block[0] * self.block[1] * self.block[2]
 
     @property
     def nblocks(self) -> int:
+        """Blocks of the launch (the kernel's ``nctaid``)."""
         return self.grid[0] * self.grid[1] * self.grid[2]
 
     @property
+    def threads(self) -> int:
+        """Threads per machine block (``NTHREADS``): the launch's block, or one part of it."""
+        return self.nthreads // self.parts
+
+    @property
+    def mblocks(self) -> int:
+        """Blocks the machine runs (``NBLOCKS``): every part of every block of the launch."""
+        return self.nblocks * self.parts
+
+    @property
     def nwarps(self) -> int:
-        return -(-self.nthreads // WARP)
+        """Warps of a machine block (the per-warp regions are indexed by the machine's thread)."""
+        return -(-self.threads // WARP)
 
     @property
     def wstride(self) -> int:
@@ -227,6 +248,52 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
+#: machine ops that see other lanes of the warp (their lanes must run in one part of a block)
+_WARP_OPS = frozenset({"shfl", "shflp", "vote", "ballot"})
+_WARP_SPECIALS = frozenset({"laneid", "warpid", "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_ge",
+                            "lanemask_gt"})
+
+
+def block_parts(prog: Program, nthreads: int, shared_words: int) -> int:
+    """How many machine blocks of ``nthreads // parts`` threads run one launch block of
+    ``nthreads`` (1 when it fits the machine's ``LIMITS.resident_threads``).
+
+    Why parts: the machine holds 64 threads at once (their registers and scheduler rows are its
+    state); blocks already run one after another. A larger block of a kernel that never waits at
+    a block barrier can run as consecutive machine blocks (parts) with ``tid`` and ``ctaid``
+    recomputed from the machine's indices (``_special``): no thread of one part waits for another,
+    so running the parts in turn is one of the interleavings CUDA allows. A part holds whole warps
+    (a multiple of 32 threads) when the kernel uses warp operations or shared memory (lanes of a
+    warp may talk through either); otherwise any equal split. A kernel with ``bar.sync`` needs the
+    whole block at once: refused, naming the limit."""
+    cap = LIMITS.resident_threads
+    if nthreads <= cap:
+        return 1
+    if nthreads > LIMITS.threads_per_block:
+        raise MachineLimitError(
+            f"the launch has {nthreads} threads per block; the machine runs at most "
+            f"{LIMITS.threads_per_block} (CUDA's limit)"
+        )
+    if any(x.op == "bar" for x in prog.code):
+        raise MachineLimitError(
+            f"the launch has {nthreads} threads per block and kernel {prog.name} waits at block barriers "
+            f"(bar.sync / __syncthreads): the machine holds {cap} threads at once, and a larger block "
+            f"runs in parts one after another, which a barrier cannot join; launch at most {cap} threads "
+            f"per block"
+        )
+    warp = shared_words > 0 or any(
+        x.op in _WARP_OPS or (x.op == "s2r" and x.mod("sr") in _WARP_SPECIALS) for x in prog.code
+    )
+    for size in range(cap, 0, -1):
+        if nthreads % size == 0 and (not warp or size % WARP == 0):
+            return nthreads // size
+    raise MachineLimitError(
+        f"the launch has {nthreads} threads per block and kernel {prog.name} uses warp operations or "
+        f"shared memory: the machine runs a block of more than {cap} threads in parts of whole warps, "
+        f"and {nthreads} is not a multiple of {WARP}"
+    )
+
+
 def plan_memory(
     prog: Program,
     grid: tuple[int, int, int],
@@ -234,19 +301,22 @@ def plan_memory(
     dynamic_shared: int = 0,
     gmem_words: int | None = None,
 ) -> MemPlan:
-    """Where shared, local, shadow and vote memory live in gmem for this program and launch."""
+    """Where shared, local, shadow and vote memory live in gmem for this program and launch (and
+    in how many parts each block runs: ``block_parts``)."""
     if prog.allocated:
         raise ValueError("plan_memory works on virtual registers: call it before allocate()")
     top = gmem_words if gmem_words is not None else LIMITS.global_words
     grid, block = tuple(int(x) for x in grid), tuple(int(x) for x in block)  # type: ignore[assignment]
-    nthreads = block[0] * block[1] * block[2]
-    if nthreads > LIMITS.threads_per_block or grid[0] * grid[1] * grid[2] > LIMITS.blocks_per_launch:
-        raise MachineLimitError(
-            f"the launch has grid {grid}, block {block}; the machine in the weights runs at most "
-            f"{LIMITS.blocks_per_launch} blocks of {LIMITS.threads_per_block} threads"
-        )
     sbytes = shared_size(prog, dynamic_shared)
     swords = (sbytes + 3) // 4
+    parts = block_parts(prog, block[0] * block[1] * block[2], swords)
+    nthreads = block[0] * block[1] * block[2] // parts  # the machine's threads per (part of a) block
+    if grid[0] * grid[1] * grid[2] * parts > LIMITS.blocks_per_launch:
+        each = f" ({parts} parts of {nthreads} threads each)" if parts > 1 else ""
+        raise MachineLimitError(
+            f"the launch has grid {grid}, block {block}: {grid[0] * grid[1] * grid[2] * parts} blocks for "
+            f"the machine{each}; it runs at most {LIMITS.blocks_per_launch}"
+        )
     if swords > LIMITS.shared_words:
         raise MachineLimitError(
             f"the launch needs {swords} words of shared memory per block; the machine in the weights "
@@ -290,6 +360,7 @@ def plan_memory(
         vote_base=vote_base,
         part_base=part_base,
         low=cur,
+        parts=parts,
     )
     if cur < 0:
         raise MachineLimitError(
@@ -635,13 +706,13 @@ def _x_vote(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
     st(t4, vb, v)
     g4 = s.op("and", t4, Imm(~15 & M32))  # 4 * the group's first thread
     part = ld(g4, vb)
-    for k in range(1, min(4, plan.nthreads)):
+    for k in range(1, min(4, plan.threads)):
         part = s.op("add", part, ld(g4, vb + 4 * k))
     p4 = s.op("and", tid, Imm(~3 & M32))  # 4 * (absolute group index)
     st(p4, pb, part)
     w4 = s.op("and", tid, Imm(~31 & M32))  # 4 * the warp's first group
     acc = ld(w4, pb)
-    for k in range(1, -(-min(WARP, plan.nthreads) // 4)):
+    for k in range(1, -(-min(WARP, plan.threads) // 4)):
         acc = s.op("add", acc, ld(w4, pb + 4 * k))
     st(t4, vb, Imm(0))
     st(p4, pb, Imm(0))
@@ -689,6 +760,23 @@ def _umod_const(s: Seq, x: R | Imm, d: int, maxv: int) -> R | Imm:
     return s.op("sub", x, s.op("mul", q, Imm(d)))
 
 
+def _linear_index(s: Seq, base: str, plan: MemPlan) -> R:
+    """The kernel's linear thread (``base`` tid) or block (ctaid) index from the machine's: the
+    machine runs part p of launch block b as its block ``b * parts + p`` (``block_parts``), so
+    ``ctaid = ctaid_m // parts`` and ``tid = tid_m + (ctaid_m % parts) * threads``."""
+    lin = s.op("s2r", sr=f"{base}.x")
+    if plan.parts == 1:
+        return lin
+    cm = lin if base == "ctaid" else s.op("s2r", sr="ctaid.x")
+    if base == "ctaid":
+        q = _udiv_const(s, cm, plan.parts, plan.mblocks - 1)
+        return q if isinstance(q, R) else s.op("mov", q)
+    part = _umod_const(s, cm, plan.parts, plan.mblocks - 1)
+    t = plan.threads
+    off = s.op("shl", part, Imm(t.bit_length() - 1)) if t & (t - 1) == 0 else s.op("mul", part, Imm(t))
+    return s.op("add", lin, off)
+
+
 def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
     """d = the special register ``sr`` of the launch, from the circuit's linear indices."""
     bx, by, bz = plan.block
@@ -707,10 +795,13 @@ def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
         if n == 1:  # one block (one thread): the index is 0, a constant the lowering folds
             s.into(d, "mov", Imm(0))
             return
-        if axis == "x" and dims[1] * dims[2] == 1:
+        if axis == "x" and dims[1] * dims[2] == 1 and plan.parts == 1:
             s.into(d, "s2r", sr=f"{base}.x")  # the linear index is the x index
             return
-        lin = s.op("s2r", sr=f"{base}.x")  # linear in the 1-D launch the circuit runs
+        lin = _linear_index(s, base, plan)  # linear in the 1-D launch of the kernel
+        if axis == "x" and dims[1] * dims[2] == 1:
+            s.into(d, "mov", lin)
+            return
         maxv = n - 1
         if axis == "x":
             v = _umod_const(s, lin, dims[0], maxv)
@@ -737,19 +828,19 @@ def _prologue(fr: Fresh, plan: MemPlan, ptx: int) -> list[MInstr]:
     with target 0 goes to the program's first instruction."""
     s = Seq(fr)
     fr.ptx = ptx
-    if plan.nblocks > 1 and (plan.local_words or plan.shadows):  # each thread its own words
+    if plan.mblocks > 1 and (plan.local_words or plan.shadows):  # each thread its own words
         t4 = _tid4(s)
         offs = [plan.local_base + k * plan.tstride for k in range(plan.local_words)]
         for w in offs + [b for _, b in plan.shadows]:
             s.emit("st", (), (t4, Imm(0)), size=4, space="global", amode="z", base=GLOBAL_BASE, off=4 * w)
-    clear = plan.shared_words and plan.nblocks > 1
+    clear = plan.shared_words and plan.mblocks > 1
     if clear or plan.shared_init:
         w = s.op("s2r", sr="warpid")
         s.emit("bra", guard=s.setp("ne", w, Imm(0)), target=0)  # warps 1.. skip; warp 0 runs first
         if clear:
             lane = s.op("s2r", sr="laneid")
             a4 = s.op("shl", lane, Imm(2))
-            nl = min(WARP, plan.nthreads)
+            nl = min(WARP, plan.threads)
             nw = plan.shared_words
             for k in range(0, nw, nl):
                 g = s.setp("lt", lane, Imm(nw - k)) if nw - k < nl else None
@@ -1023,7 +1114,7 @@ def simulate_weights(
     check_program_limits(out)
     extend_gmem(bound.gmem, plan)
     sim = MachineSim(out, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
-    st = sim.launch((plan.nblocks, 1, 1), (plan.nthreads, 1, 1), bound.param_bytes, bound.gmem)
+    st = sim.launch((plan.mblocks, 1, 1), (plan.threads, 1, 1), bound.param_bytes, bound.gmem)
     return read_outputs(spec, bound.gmem), st, out, plan  # type: ignore[arg-type]
 
 

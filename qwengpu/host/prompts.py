@@ -41,11 +41,13 @@ RUN_CUDA_TOOL: dict = {
 
 def machine_limits() -> dict[str, int]:
     """The limits of the machine in the weights (the same numbers ``qwengpu machine info`` prints)."""
+    from qwengpu.isa.limits import LIMITS
     from qwengpu.machine.circuit import MachineShape
 
     s = MachineShape()
     return {
-        "threads_per_block": s.threads,
+        "threads_per_block": LIMITS.threads_per_block,
+        "threads_with_barriers": s.threads,
         "blocks": s.blocks,
         "global_words": s.gmem_words,
         "registers": s.nregs,
@@ -86,12 +88,13 @@ The CUDA dialect (NVRTC, no headers):
   __shfl_down_sync, __popc, __clz, __brev, sqrtf, fminf work without headers;
 - no sinf, cosf, logf, tanhf (refused by the machine); int, unsigned, float, long long work.
 
-The machine's limits: at most {lim["threads_per_block"]} threads per block (1-D), at most
-{lim["blocks"]} blocks, {lim["global_words"]} 32-bit words of global memory for all buffers
-together, {lim["registers"]} registers per thread, {lim["program_rows"]} machine instructions of
-program. Every warp instruction costs the model about 100 tokens to execute (integer ones 10-30,
-float division, square roots and transcendentals thousands): keep kernels small (a few threads,
-short loops, integer arithmetic where it will do).
+The machine's limits: at most {lim["threads_per_block"]} threads per block
+({lim["threads_with_barriers"]} when the kernel calls __syncthreads), at most {lim["blocks"]} blocks,
+{lim["global_words"]} 32-bit words of global memory for all buffers together, {lim["registers"]}
+registers per thread, {lim["program_rows"]} machine instructions of program. Every warp instruction
+costs the model about 100 tokens to execute (integer ones 10-30, float division, square roots and
+transcendentals thousands): keep kernels small (a few threads, short loops, integer arithmetic where
+it will do).
 
 The launch spec (the "launch" argument) is JSON:
 {{"kernel": NAME, "grid": G, "block": B,

@@ -1217,7 +1217,9 @@ def check_launch_limits(
 ) -> None:
     """Refuse a launch the machine cannot run."""
     nthreads = block[0] * block[1] * block[2]
-    need("the launch", nthreads, LIMITS.threads_per_block, "threads per block")
+    # this simulator runs the launch as it is (no parts: codegen.softmem.block_parts splits larger
+    # blocks for the weights), so a block must fit the threads the machine holds at once
+    need("the launch", nthreads, LIMITS.resident_threads, "threads per block")
     need("the launch", grid[0] * grid[1] * grid[2], LIMITS.blocks_per_launch, "blocks")
     words = sum((b.size + 3) // 4 for b in gmem.buffers)
     words += sum((v.size + 3) // 4 for v in prog.layout.global_vars)

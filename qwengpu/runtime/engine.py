@@ -340,7 +340,9 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         # on top of what the expansion fitted into the budget: fit the expansion into less
         budget -= len(prog.code) - shape.rom_rows + 8
     check_program_limits(prog)
-    nthreads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    # the machine's launch: a block of more than 64 threads runs as ``mem.parts`` machine blocks
+    # (codegen.softmem.block_parts; the program recomputes tid and ctaid from the machine's)
+    nthreads, nblocks = mem.threads, mem.mblocks
     if nthreads > shape.threads:
         raise MachineLimitError(
             f"the launch has {nthreads} threads per block; the machine has {shape.threads}"
@@ -381,6 +383,22 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
     extend_gmem(bound.gmem, mem)
     return spec, prog, prompt, bound.gmem, (lo, hi)
+
+
+def launch_shape(prompt: list[int], spec) -> tuple[int, int]:
+    """(threads per machine block, machine blocks per launch block) of a prepared launch, read from
+    its prompt's NTHREADS / NBLOCKS tokens (a block of more than 64 threads runs in parts)."""
+    r = P.Reader()
+    nth = nbl = 0
+    for t in prompt:
+        if t >> 14 == 3:
+            tk = r.read(t)
+            if tk.kind == "NTHREADS":
+                nth = tk.a
+            elif tk.kind == "NBLOCKS":
+                nbl = tk.a
+    nblocks = spec.grid[0] * spec.grid[1] * spec.grid[2]
+    return nth, max(1, nbl // nblocks)
 
 
 @torch.no_grad()
@@ -793,7 +811,7 @@ def run_machine(
     if runtime not in ("fast", "stock"):
         raise ValueError(f"unknown runtime {runtime!r} (fast or stock)")
     t0 = time.perf_counter()
-    nthreads = spec.block[0] * spec.block[1] * spec.block[2]
+    nthreads, parts = launch_shape(prompt, spec)  # the machine's threads per block (NTHREADS)
     fmt = TraceFormatter(prog, nthreads, trace) if trace else None
     if fmt is not None:
         fmt.feed(prompt[-1])
@@ -814,7 +832,7 @@ def run_machine(
             if t >> 14 == 3:  # a control token: BLOCK among them
                 tk = reader.read(t)
                 if tk.kind == "BLOCK":
-                    now["block"] = tk.a
+                    now["block"] = tk.a // parts  # the launch's block (a part's machine block)
             if now["tokens"] % 256 == 0:
                 progress(now["tokens"], now["block"])
 

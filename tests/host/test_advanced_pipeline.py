@@ -115,11 +115,11 @@ def test_bad_launch_spec_goes_back(mounted_chat, launcher):
 
 
 def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(mounted_chat, launcher):
-    big = xml_call(ADD, add_spec(1, 2, block=128))
+    big = xml_call(ADD, add_spec(1, 2, block=2048))  # beyond CUDA's 1,024 threads per block
     sess, out = _session(mounted_chat, launcher, [big, "I could not run it.\nAnswer: 3"], retries=0)
     turn = sess.ask("What is 1 + 2?")
     (att,) = turn.attempts
-    assert att.outcome.kind == "machine_limit" and "64 threads" in att.outcome.message
+    assert att.outcome.kind == "machine_limit" and "at most 1024" in att.outcome.message
     assert NO_RETRIES_LEFT in sess.messages[-2]["content"]
     assert turn.status == "failed" and turn.computed is None
     assert "not backed by a computation" in out.getvalue()

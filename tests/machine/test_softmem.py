@@ -891,7 +891,7 @@ def test_plan_layout_and_refusals() -> None:
         MachineLimitError, match=r"needs 512 words of global memory for shared, local .* has 256"
     ):
         plan_memory(q, (1, 1, 1), (40, 1, 1), gmem_words=256)  # 8 local words x 64 thread slots
-    with pytest.raises(MachineLimitError, match="at most 65535 blocks of 64 threads"):
+    with pytest.raises(MachineLimitError, match="65536 blocks for the machine; it runs at most 65535"):
         plan_memory(q, (256, 256, 1), (8, 1, 1))
     assert plan_memory(q, (255, 257, 1), (8, 1, 1)).nblocks == 65535
 

@@ -296,10 +296,10 @@ def test_out_of_bounds_access_is_reported(machine, name, what, where):
 
 
 def test_refuses_launches_beyond_the_machine(tmp_path):
-    spec = (K / "vadd.json").read_text().replace('"block": 4', '"block": 128')
+    spec = (K / "vadd.json").read_text().replace('"block": 4', '"block": 2048')
     (tmp_path / "vadd.cu").write_text((K / "vadd.cu").read_text())
     (tmp_path / "vadd.json").write_text(spec)
-    with pytest.raises(MachineLimitError, match=r"block \(128, 1, 1\).*at most 65535 blocks of 64 threads"):
+    with pytest.raises(MachineLimitError, match=r"2048 threads per block; the machine runs at most 1024"):
         prepare(tmp_path / "vadd.cu")
     # an approximate instruction with no exact sequence (ex2.approx has one: fex2; sin.approx not)
     (tmp_path / "fsin.cu").write_text(
@@ -355,6 +355,24 @@ def test_real_cuda_kernels_in_the_weights(machine, name):
     assert run.passed, run.mismatches
     assert run.stats["warp_instructions"] == sim.stats["warp_instructions"]
     assert "bounds_false_alarm" not in run.stats
+
+
+def test_a_block_of_72_threads_runs_in_two_parts_in_the_model(machine):
+    """A block larger than the 64 threads the machine holds (issue 26): 2 blocks of 72 threads
+    of a kernel without barriers run as 4 machine blocks of 36 (NTHREADS 36, NBLOCKS 4), the
+    program recomputing ``threadIdx.x`` and ``blockIdx.x`` from the machine's indices; the outputs
+    are the spec's (Python) and the interpreter's, the BLOCK tokens the model wrote name the 4
+    parts. The 2B model runs 128-, 96-, 100- and 16 x 16-thread blocks in the slow run."""
+    from qwengpu.runtime.engine import launch_shape
+    from qwengpu.spec import load_spec
+
+    js = K / "big_blocks_odd72.json"
+    _, _, prompt, _, _ = prepare(K / "big_blocks.cu", js)
+    assert launch_shape(prompt, load_spec(js)) == (36, 2)
+    run = run_machine(K / "big_blocks.cu", js, model=machine[1], max_tokens=20000)
+    assert run.passed, run.mismatches
+    _same(run.outputs, run_kernel(K / "big_blocks.cu", js).outputs)
+    assert [t.a for t in P.read_all(run.trace) if t.kind == "BLOCK"] == [1, 2, 3]
 
 
 def test_register_pressure_spills_in_the_model(machine):

@@ -84,6 +84,25 @@ def test_a_4096_row_rom_in_the_2b_model(machine_2b):
         prepare(cu, None, shape_for(text_config_test()))  # the test shape: one 1,024-row bank
 
 
+@pytest.mark.parametrize("name", ["vadd", "tile2d", "warpsum", "odd"])
+def test_blocks_of_more_than_64_threads_in_the_2b_model(machine_2b, name):
+    """Blocks larger than the 64 threads the machine holds, run in parts (machine blocks one after
+    another): 2 blocks of 128 threads, a 16 x 16 block of a 2 x 1 grid, 96 threads summing warps
+    by shuffles, 100 threads in parts of 50 (``kernels/big_blocks.cu``; expected values from Python
+    in the specs). Outputs bit for bit the interpreter's and the spec's; passes sim.py's."""
+    from qwengpu.runtime.engine import run_machine
+
+    cfg, model = machine_2b
+    cu = ROOT / "tests" / "machine_weights" / "kernels" / "big_blocks.cu"
+    js = cu.with_name(f"big_blocks_{name}.json")
+    run = run_machine(cu, js, model=model, config=cfg, max_tokens=100_000)
+    assert run.passed, run.mismatches
+    ref = run_kernel(cu, js)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    assert run.stats["passes"] == run_weights(cu, js, options=NATIVE).stats["passes"]
+
+
 def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
     """The negative control on this shape: one flipped MLP weight and the launch no longer gives
     the interpreter's outputs (a wrong value, or no result at all)."""

@@ -1,0 +1,144 @@
+"""Issue 26's natural-size launches against the machine in the weights: what each needs, what the
+machine has, and the machine's own refusal; with ``--run``, the largest vector add of 256-thread
+blocks that fits today, run inside the 2B-shape model.
+
+    python bench/natural_sizes.py                 # the table (seconds; no model)
+    python bench/natural_sizes.py --run --json    # and the fitting launch in the model (~1 min)
+
+The three launches (``bench/natural/``; expected values from NumPy in their specs, checked on the
+interpreter here): a float vector add over 8,192 elements in 32 blocks of 256 threads; one
+256-thread block summing 4,000 ints through shared memory (a tree with ``__syncthreads``); a 64 x 48
+float transpose in 16 x 16 blocks through a padded 16 x 17 shared tile. Columns: threads per block
+and whether the kernel waits at block barriers (the machine holds 64 threads at once: a larger block
+runs in parts one after another, which a barrier cannot join), the global-memory words the launch's
+buffers take (guards included) and the shared words per block, each against the machine's, and the
+refusal ``qwengpu run`` prints (the first limit the lowering meets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+NATURAL = ROOT / "bench" / "natural"
+LAUNCHES = ["vadd_8192", "block_sum_4000", "transpose_64x48"]
+
+
+def needs(name: str, shape) -> dict:
+    """What the launch needs, the interpreter's check, and the 2B machine's refusal (None: fits)."""
+    from qwengpu.codegen.lower import lower_kernel
+    from qwengpu.codegen.softmem import buffers_end, shared_size
+    from qwengpu.cuda import COMPILE_OPTIONS, compile_file
+    from qwengpu.ptx.inline import inline_calls
+    from qwengpu.ptx.parser import parse_ptx
+    from qwengpu.runner import machine_limit_reason, run_kernel
+    from qwengpu.simt.interp import _find_kernel
+    from qwengpu.simt.memory import place_module_globals
+    from qwengpu.spec import bind, load_spec
+
+    cu, js = NATURAL / f"{name}.cu", NATURAL / f"{name}.json"
+    spec = load_spec(js)
+    module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
+    fn = _find_kernel(module, spec.kernel)
+    prog = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
+    bound = bind(spec, inline_calls(module, fn))
+    place_module_globals(bound.gmem, prog.layout.global_vars)
+    ref = run_kernel(cu, js)
+    return {
+        "launch": name,
+        "grid": list(spec.grid),
+        "block": list(spec.block),
+        "threads_per_block": int(np.prod(spec.block)),
+        "barriers": any(x.op == "bar" for x in prog.code),
+        "global_words": buffers_end(bound.gmem),
+        "shared_words": (shared_size(prog, spec.shared_bytes) + 3) // 4,
+        "interpreter": "pass" if not ref.mismatches else "FAIL",
+        "machine": machine_limit_reason(module, fn, spec, shape) or "fits",
+    }
+
+
+def run_fitting(model, cfg) -> dict:
+    """The 8,192-element vector add's kernel at the size memory allows: 256 elements in one block
+    of 256 threads (4 machine parts of 64), inside the model; outputs against NumPy's."""
+    import tempfile
+
+    from qwengpu.runtime.engine import launch_shape, prepare, run_machine
+    from qwengpu.spec import load_spec
+
+    spec = json.loads((NATURAL / "vadd_8192.json").read_text())
+    n = 256
+    a, b = (np.array(x["data"][:n], dtype=np.float32) for x in spec["args"][:2])
+    spec.update(grid=1, block=256)
+    spec["args"][0]["data"], spec["args"][1]["data"] = a.tolist(), b.tolist()
+    spec["args"][2]["size"], spec["args"][3]["value"] = n, n
+    spec["expected"] = {"c": (a + b).tolist()}
+    with tempfile.TemporaryDirectory() as tmp:
+        js = Path(tmp) / "vadd_256.json"
+        js.write_text(json.dumps(spec))
+        cu = NATURAL / "vadd_8192.cu"
+        prompt = prepare(cu, js)[2]
+        threads, parts = launch_shape(prompt, load_spec(js))
+        t0 = time.perf_counter()
+        run = run_machine(cu, js, model=model, config=cfg, max_tokens=200_000)
+        secs = time.perf_counter() - t0
+    got = np.asarray(run.outputs["c"], dtype=np.float32)
+    return {
+        "launch": "vadd 256 elements, 1 block of 256 threads",
+        "machine_parts": f"{parts} parts of {threads} threads",
+        "exact": bool(run.passed and got.view(np.uint32).tolist() == (a + b).view(np.uint32).tolist()),
+        "tokens": run.stats["tokens"],
+        "prompt_tokens": run.stats["prompt_tokens"],
+        "warp_instructions": run.stats["warp_instructions"],
+        "seconds": round(secs, 1),
+        "tokens_per_second": round(run.stats["tokens"] / secs, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", action="store_true",
+                    help="also run the fitting 256-thread launch in the 2B model")
+    ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    args = ap.parse_args(argv)
+    from qwengpu.compiler import text_config
+    from qwengpu.model.configs import shape_for
+
+    cfg = text_config("qwen3_5_2b_text")
+    shape = shape_for(cfg)
+    rows = [needs(n, shape) for n in LAUNCHES]
+    out: dict = {"machine": {"threads_at_once": shape.threads, "global_words": shape.gmem_words,
+                             "shared_words": 768}, "natural": rows}
+    if args.run:
+        import torch
+
+        from qwengpu.runtime.engine import machine_model
+
+        torch.set_num_threads(2)
+        out["fitting"] = run_fitting(machine_model(cfg)[1], cfg)
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"command: python bench/natural_sizes.py{' --run' if args.run else ''}\n")
+    print("| launch | grid x block | barriers | global words (machine: 1,024) | shared words (768) | "
+          "interpreter | the machine in the weights |")
+    print("|---|---|---|---:|---:|---|---|")
+    for r in rows:
+        print(f"| {r['launch']} | {r['grid']} x {r['block']} | {'yes' if r['barriers'] else 'no'} | "
+              f"{r['global_words']:,} | {r['shared_words']:,} | {r['interpreter']} | {r['machine']} |")
+    if "fitting" in out:
+        f = out["fitting"]
+        print(f"\n{f['launch']} ({f['machine_parts']}) in the 2B model: exact {f['exact']}, "
+              f"{f['tokens']:,} tokens written, prompt {f['prompt_tokens']:,}, "
+              f"{f['warp_instructions']} warp instructions, {f['seconds']} s with the prompt's prefill "
+              f"({f['tokens_per_second']} tokens written per second of it)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
