@@ -189,12 +189,110 @@ def use_def(ins: MInstr, cls: type) -> tuple[set[int], set[int], set[int]]:
     return uses, kills, defs
 
 
-def liveness(code: list[MInstr], cls: type) -> tuple[list[int], list[int]]:
-    """live-in and live-out bitsets (Python ints) per pc (subroutines: see the module docstring)."""
+def _same_guard(a: P | None, b: P | None) -> bool:
+    return a is not None and b is not None and a.n == b.n and a.neg == b.neg
+
+
+def _guarded_scans(code: list[MInstr], cls: type) -> dict[tuple[int, int], int]:
+    """{(pc, register): end pc} for the guarded writes a covering may apply to (``_covered``).
+
+    From a guarded write ``@g d = ...`` (not a ``call``), forward within its basic block: every
+    read of ``d`` before an unguarded write of it must carry the same guard ``g`` (same predicate,
+    same sense), ``g`` must not be rewritten in between, and a guarded rewrite of ``d`` must carry
+    ``g`` too. The scan ends at an unguarded write of ``d`` (end = -1: nothing left to check), or
+    at the block's end or ``g``'s rewrite (end = that pc: ``d`` must then be dead after it).
+    Registers a cross-lane op reads are left out (other lanes read them whatever their guard)."""
     n = len(code)
-    ud = [use_def(ins, cls) for ins in code]
-    use_b = [sum(1 << u for u in x[0]) for x in ud]
-    kill_b = [sum(1 << k for k in x[1]) for x in ud]
+    leaders: set[int] = set()
+    for pc, ins in enumerate(code):
+        if ins.op in ("bra", "call") and ins.target is not None:
+            leaders.add(ins.target)  # type: ignore[arg-type]
+        if ins.op == "call":
+            leaders.add(pc + 1)
+    cross = {v for ins in code if ins.op in CROSS_LANE for v in _regs(ins.s, cls)}
+    stops = ("bra", "call", "ret", "exit", "bar", "trap")
+    out: dict[tuple[int, int], int] = {}
+    for pc, ins in enumerate(code):
+        g = ins.guard
+        if g is None or g.n == PT or ins.op == "call" or ins.op in CROSS_LANE:
+            continue
+        for d in _regs(ins.d, cls):
+            if d in cross or (cls is P and d == g.n):
+                continue
+            end: int | None = pc if ins.op in stops or pc + 1 in leaders or pc + 1 >= n else None
+            q = pc + 1
+            while end is None:
+                x = code[q]
+                reads = d in _regs(x.s, cls) or (cls is P and x.guard is not None and x.guard.n == d)
+                if reads and not _same_guard(x.guard, g) or x.op == "call":
+                    break
+                if d in _regs(x.d, cls):
+                    if x.guard is None:
+                        end = -1
+                        break
+                    if not _same_guard(x.guard, g):
+                        break
+                if g.n in _regs(x.d, P) or x.op in stops or q + 1 in leaders or q + 1 >= n:
+                    end = q
+                    break
+                q += 1
+            if end is not None:
+                out[(pc, d)] = end
+    return out
+
+
+def _covered(code: list[MInstr], cls: type, scans: dict[tuple[int, int], int], solve) -> dict[int, int]:
+    """{pc: registers} of the guarded writes whose pass-through value no lane reads: the lanes
+    whose guard is false keep the old value, but (``_guarded_scans``) every later read of the
+    register in the block carries the same guard, and the register is dead where the block ends;
+    by induction over such writes no lane ever reads the value it kept. Such a write is then a
+    kill for liveness (the old value is not live into it), so a register written only under the
+    guard it is read under is not zeroed at entry (an atomic's lane loop) and its live range is
+    shorter. The greatest fixed point: start from every candidate, drop those whose register is
+    live after the end of their scan, until none changes. ``solve(covered) -> (live_in, live_out)``."""
+    cov: dict[int, int] = {}
+    for (pc, d), _ in scans.items():
+        cov[pc] = cov.get(pc, 0) | 1 << d
+    while True:
+        _, lo = solve(cov)
+        new: dict[int, int] = {}
+        for (pc, d), end in scans.items():
+            if (cov.get(pc, 0) >> d) & 1 and (end < 0 or not (lo[end] >> d) & 1):
+                new[pc] = new.get(pc, 0) | 1 << d
+        if new == cov:
+            return cov
+        cov = new
+
+
+def liveness(code: list[MInstr], cls: type) -> tuple[list[int], list[int]]:
+    """live-in and live-out bitsets (Python ints) per pc (subroutines: see the module docstring);
+    a guarded write that ``_covered`` proves no lane reads through counts as a kill."""
+    use_b0 = []
+    kill_b0 = []
+    for ins in code:
+        u, k, _ = use_def(ins, cls)
+        use_b0.append(sum(1 << x for x in u))
+        kill_b0.append(sum(1 << x for x in k))
+    src_b = [sum(1 << x for x in _regs(ins.s, cls)) | (
+        1 << ins.guard.n if cls is P and ins.guard is not None and ins.guard.n != PT else 0) for ins in code]
+    scans = _guarded_scans(code, cls)
+    if not scans:
+        return _liveness(code, use_b0, kill_b0)
+
+    def solve(cov: dict[int, int]) -> tuple[list[int], list[int]]:
+        use_b = list(use_b0)
+        kill_b = list(kill_b0)
+        for pc, m in cov.items():
+            use_b[pc] = (use_b[pc] & ~m) | (src_b[pc] & m)  # the old value no longer flows through
+            kill_b[pc] |= m
+        return _liveness(code, use_b, kill_b)
+
+    return solve(_covered(code, cls, scans, solve))
+
+
+def _liveness(code: list[MInstr], use_b: list[int], kill_b: list[int]) -> tuple[list[int], list[int]]:
+    """Backward liveness of one register class from per-pc use and kill bitsets."""
+    n = len(code)
     live_in = [0] * n
     live_out = [0] * n
     if not any(ins.op in ("call", "ret") for ins in code):
