@@ -273,11 +273,12 @@ def liveness(code: list[MInstr], cls: type) -> tuple[list[int], list[int]]:
         u, k, _ = use_def(ins, cls)
         use_b0.append(sum(1 << x for x in u))
         kill_b0.append(sum(1 << x for x in k))
-    src_b = [sum(1 << x for x in _regs(ins.s, cls)) | (
-        1 << ins.guard.n if cls is P and ins.guard is not None and ins.guard.n != PT else 0) for ins in code]
     scans = _guarded_scans(code, cls)
     if not scans:
         return _liveness(code, use_b0, kill_b0)
+    # what a covered write reads: its sources and (predicates) its guard, not its old value
+    src_b = [sum(1 << x for x in _regs(ins.s, cls)) | (
+        1 << ins.guard.n if cls is P and ins.guard is not None and ins.guard.n != PT else 0) for ins in code]
 
     def solve(cov: dict[int, int]) -> tuple[list[int], list[int]]:
         use_b = list(use_b0)

@@ -108,7 +108,7 @@ from pathlib import Path
 
 # softfloat/softfloat64: imported for their registration (the launch pipeline below expands floats too)
 from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
-from qwengpu.codegen.regalloc import AFTER, rebuild
+from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
 from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
@@ -248,8 +248,8 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-#: machine ops that see other lanes of the warp (their lanes must run in one part of a block)
-_WARP_OPS = frozenset({"shfl", "shflp", "vote", "ballot"})
+#: special registers that name a lane's place in its warp (with ``regalloc.CROSS_LANE``, the ops
+#: that see other lanes: a warp using either must run in one part of a block)
 _WARP_SPECIALS = frozenset({"laneid", "warpid", "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_ge",
                             "lanemask_gt"})
 
@@ -282,7 +282,7 @@ def block_parts(prog: Program, nthreads: int, shared_words: int) -> int:
             f"per block"
         )
     warp = shared_words > 0 or any(
-        x.op in _WARP_OPS or (x.op == "s2r" and x.mod("sr") in _WARP_SPECIALS) for x in prog.code
+        x.op in CROSS_LANE or (x.op == "s2r" and x.mod("sr") in _WARP_SPECIALS) for x in prog.code
     )
     for size in range(cap, 0, -1):
         if nthreads % size == 0 and (not warp or size % WARP == 0):
