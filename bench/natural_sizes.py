@@ -1,9 +1,9 @@
 """Issue 26's natural-size launches against the machine in the weights: what each needs, what the
 machine has, and the machine's own refusal; with ``--run``, the largest vector add of 256-thread
-blocks that fits today, run inside the 2B-shape model.
+blocks that fits today's memory (1,280 elements, 5 blocks), run inside the 2B-shape model.
 
     python bench/natural_sizes.py                 # the table (seconds; no model)
-    python bench/natural_sizes.py --run --json    # and the fitting launch in the model (~1 min)
+    python bench/natural_sizes.py --run --json    # and the fitting launch in the model (~2 min)
 
 The three launches (``bench/natural/``; expected values from NumPy in their specs, checked on the
 interpreter here): a float vector add over 8,192 elements in 32 blocks of 256 threads; one
@@ -63,23 +63,27 @@ def needs(name: str, shape) -> dict:
     }
 
 
+#: the vector add's size that fits the 2B machine's 4,096 words (three buffers and their guards)
+FIT_ELEMENTS, FIT_BLOCKS = 1280, 5
+
+
 def run_fitting(model, cfg) -> dict:
-    """The 8,192-element vector add's kernel at the size memory allows: 256 elements in one block
-    of 256 threads (4 machine parts of 64), inside the model; outputs against NumPy's."""
+    """The 8,192-element vector add's kernel at the size memory allows: 1,280 elements in 5 blocks
+    of 256 threads (20 machine parts of 64), inside the model; outputs against NumPy's."""
     import tempfile
 
     from qwengpu.runtime.engine import launch_shape, prepare, run_machine
     from qwengpu.spec import load_spec
 
     spec = json.loads((NATURAL / "vadd_8192.json").read_text())
-    n = 256
+    n = FIT_ELEMENTS
     a, b = (np.array(x["data"][:n], dtype=np.float32) for x in spec["args"][:2])
-    spec.update(grid=1, block=256)
+    spec.update(grid=FIT_BLOCKS, block=256)
     spec["args"][0]["data"], spec["args"][1]["data"] = a.tolist(), b.tolist()
     spec["args"][2]["size"], spec["args"][3]["value"] = n, n
     spec["expected"] = {"c": (a + b).tolist()}
     with tempfile.TemporaryDirectory() as tmp:
-        js = Path(tmp) / "vadd_256.json"
+        js = Path(tmp) / f"vadd_{n}.json"
         js.write_text(json.dumps(spec))
         cu = NATURAL / "vadd_8192.cu"
         prompt = prepare(cu, js)[2]
@@ -89,7 +93,7 @@ def run_fitting(model, cfg) -> dict:
         secs = time.perf_counter() - t0
     got = np.asarray(run.outputs["c"], dtype=np.float32)
     return {
-        "launch": "vadd 256 elements, 1 block of 256 threads",
+        "launch": f"vadd {n:,} elements, {FIT_BLOCKS} blocks of 256 threads",
         "machine_parts": f"{parts} parts of {threads} threads",
         "exact": bool(run.passed and got.view(np.uint32).tolist() == (a + b).view(np.uint32).tolist()),
         "tokens": run.stats["tokens"],
@@ -112,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = text_config("qwen3_5_2b_text")
     shape = shape_for(cfg)
     rows = [needs(n, shape) for n in LAUNCHES]
+    from qwengpu.isa.limits import LIMITS
+
+    shared = min(LIMITS.shared_words, shape.gmem_words * 3 // 4)
     out: dict = {"machine": {"threads_at_once": shape.threads, "global_words": shape.gmem_words,
-                             "shared_words": 768}, "natural": rows}
+                             "shared_words": shared}, "natural": rows}
     if args.run:
         import torch
 
@@ -125,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=1))
         return 0
     print(f"command: python bench/natural_sizes.py{' --run' if args.run else ''}\n")
-    print("| launch | grid x block | barriers | global words (machine: 1,024) | shared words (768) | "
-          "interpreter | the machine in the weights |")
+    print(f"| launch | grid x block | barriers | global words (machine: {shape.gmem_words:,}) | "
+          f"shared words ({shared:,}) | interpreter | the machine in the weights |")
     print("|---|---|---|---:|---:|---|---|")
     for r in rows:
         print(f"| {r['launch']} | {r['grid']} x {r['block']} | {'yes' if r['barriers'] else 'no'} | "

@@ -602,6 +602,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
 
     from qwengpu.codegen.lowering.table import refused_opcodes
     from qwengpu.isa.limits import LIMITS, machine_limits
+    from qwengpu.machine import protocol as P
     from qwengpu.model.configs import shape_for
 
     name = resolve_shape_name(args.shape)
@@ -618,7 +619,10 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),
         ("global_words", shape.gmem_words,
-         "32-bit words of global memory (buffers 16-byte aligned, 4-word guards)"),
+         f"32-bit words of global memory (buffers 16-byte aligned, 4-word guards; pages of "
+         f"{P.PAGE_WORDS:,}, banks of {shape.gmem_bank_rows:,} rows)"),
+        ("shared_words", min(LIMITS.shared_words, shape.gmem_words * 3 // 4),
+         "32-bit words of shared memory per block (the top of global memory)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
     units = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}

@@ -27,7 +27,7 @@ def dot(tmp_path: Path) -> Path:
     return tmp_path / "dot.cu"
 
 
-def _big(tmp_path: Path, words: int = 2000, block: int = 4, src: str = BIG_SRC) -> Path:
+def _big(tmp_path: Path, words: int = 5000, block: int = 4, src: str = BIG_SRC) -> Path:
     (tmp_path / "big.cu").write_text(src)
     spec = {"kernel": "big", "grid": 1, "block": block,
             "args": [{"name": "p", "type": "i32*", "size": words}], "outputs": []}
@@ -136,7 +136,7 @@ def test_launch_over_memory_says_what_it_needs_and_what_the_machine_has(tmp_path
     big = _big(tmp_path)
     p = cli("run", str(big))  # the machine engine refuses it before loading the model
     assert p.returncode == 6, p.stderr
-    assert "need 2004 words of global memory; the machine in the weights has 1024" in p.stderr
+    assert "need 5004 words of global memory; the machine in the weights has 2048" in p.stderr
     assert "keeps words" not in p.stderr and "(none)" not in p.stderr
 
 

@@ -1,6 +1,7 @@
 """Lowering for the weights: memory spaces, atomics, sub-word stores, warp ops and 2-D/3-D launches.
 
-The circuit in the weights (``circuit.py``) has ONE memory, ``gmem``: 1024 32-bit words, word
+The circuit in the weights (``circuit.py``) has ONE memory, ``gmem``: G 32-bit words (4,096 on the
+2B shape, 2,048 on the test shape: ``MachineShape.gmem_words``), word
 addressed (a 4-byte ``ld``/``st`` reads/writes the word containing ``address + off``), shared by
 every thread of the launch; blocks run one after another, warps one at a time (a warp runs until
 all its lanes wait at a barrier or exited). Its special registers are the linear thread index
@@ -8,8 +9,8 @@ in the block (``tid``), ``laneid``, ``warpid`` and the linear block index (``cta
 lowers everything else of the machine ISA that touches memory, other lanes or the launch shape
 onto that, as host-side sequences of ``soft.WEIGHT_OPS``:
 
-* **shared memory** -> gmem words ``[shared_base, 1024)`` at the top of gmem (``shared_base = 1024
-  - S`` for S words, S <= 768, so it always lies in [256, 1024); the launch's buffers and the
+* **shared memory** -> gmem words ``[shared_base, G)`` at the top of gmem (``shared_base = G - S``
+  for S words, S <= 3G/4, so it always lies in [G/4, G); the launch's buffers and the
   machine's other regions must fit below it): the access becomes a global one
   with ``base = GLOBAL_BASE + 4 * shared_base + base``. Blocks run one after another, so one region
   serves all of them; the interpreter starts every block with zeroed shared memory plus the
@@ -82,7 +83,7 @@ sub-word store is 3 + (3 + op) per lane up to the highest active lane (add: 6/la
 full warp; a byte store 7/lane); a shared access 0 extra, a local one 2 (4 at a register offset);
 ``shfl`` ~9 plus 3 per definition of its source; a vote/ballot ~35 (straight line).
 
-Layout of gmem (words), top down: shared ``[1024 - S, 1024)``; local ``NT * local_words``;
+Layout of gmem (words), top down: shared ``[G - S, G)``; local ``NT * local_words``;
 one shadow region per shfl source (``32 * nwarps`` each); the vote slots (``32 * nwarps``) and
 partials (``8 * nwarps``); the spill slots (``NT * spill_words``); the launch's buffers (the
 arena) must end below all of that (``MemPlan.check_arena``, refused with a MachineLimitError
@@ -317,10 +318,11 @@ def plan_memory(
             f"the launch has grid {grid}, block {block}: {grid[0] * grid[1] * grid[2] * parts} blocks for "
             f"the machine{each}; it runs at most {LIMITS.blocks_per_launch}"
         )
-    if swords > LIMITS.shared_words:
+    smax = min(LIMITS.shared_words, top * 3 // 4)  # 3/4 of the machine's memory at most
+    if swords > smax:
         raise MachineLimitError(
             f"the launch needs {swords} words of shared memory per block; the machine in the weights "
-            f"maps at most {LIMITS.shared_words} (global-memory words {top - LIMITS.shared_words}..{top - 1})"
+            f"maps at most {smax} (global-memory words {top - smax}..{top - 1})"
         )
     cur = top - (swords + 3) // 4 * 4 if swords else top  # 16-byte aligned
     shared_base = cur
@@ -1090,10 +1092,12 @@ def simulate_weights(
     k_regs: int | None = None,
     transform: Callable[[Program], Program] | None = None,
     trace: Callable[[str], None] | None = None,
+    gmem_words: int | None = None,
 ) -> tuple[dict, object, Program, MemPlan]:
     """Lower, ``lower_for_weights`` and run on the ISA simulator as the circuit runs it (a 1-D
     launch of the linear thread/block indices, gmem persisting across blocks): (outputs, stats,
-    allocated program, plan)."""
+    allocated program, plan). ``gmem_words``: the machine's global memory (None: the 2B
+    machine's, ``LIMITS.global_words``)."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.isa.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
     from qwengpu.ptx.inline import inline_calls
@@ -1110,7 +1114,7 @@ def simulate_weights(
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
     place_module_globals(bound.gmem, prog.layout.global_vars)  # before the machine's regions, as the engine
     out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs,  # type: ignore[arg-type, attr-defined]
-                                  arena_words=buffers_end(bound.gmem))
+                                  gmem_words=gmem_words, arena_words=buffers_end(bound.gmem))
     check_program_limits(out)
     extend_gmem(bound.gmem, plan)
     sim = MachineSim(out, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)

@@ -19,9 +19,11 @@ earlier memory) carries. Memories:
   the register file, one copy per operand port. A result chunk token writes its chunk
   straight into both copies, so the next pass reads the committed value.
 * ``prg{l}`` / ``prc{l}`` (row = group * 8 + predicate): the predicates (guard and operand port).
-* ``gmem`` (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves DUMP),
-  written by STORE(lane) tokens (address and data re-read from the RF at that token) and by the
-  prompt's MEM loads.
+* ``gmem{lane}_{k}`` (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves
+  DUMP), each a copy in banks of ``gmem_bank_rows`` rows (bank k holds words k*rows.., one layer's
+  key heads at most: a memory sits in one layer), written by STORE(lane) tokens (address and data
+  re-read from the RF at that token) and by the prompt's MEM loads; ``gpg`` / ``dhp`` (1 row): the
+  page latches (PAGE / ENDPAGE tokens) giving MEMADDR / DUMPADDR their high bits.
 * ``nth``, ``nbl``+``nbh``, ``blk``+``bhi``, ``ep``, ``dlo``, ``dhi`` (1 row each): threads per block, blocks,
   the running block, the barrier epoch, the dump range.
 * scheduler: ``pcs{l}`` / ``pcq{l}`` (row = group; pc | exited | waiting | epoch | block parity of
@@ -146,7 +148,15 @@ class MachineShape:
     """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
 
     rom_rows: int = 4096
-    gmem_words: int = 1024
+    #: global memory: 4,096 words on the 2B shape, in banks of 2,048 rows (one layer's 16 key
+    #: heads each): 4 ports x 2 banks fill 8 layers that sit beside the scheduler, at the same 39
+    #: layers as 1,024 words in one layer (docs/machine-in-weights.md, 9.13)
+    gmem_words: int = 4096
+    gmem_bank_rows: int = 2048
+    #: global memory built after the scheduler and the units (the 2B shape: its banks take idle
+    #: layers, 39 layers) or before the datapath, as in version 1 (the test shape: 48 fewer
+    #: residual slots, so a mount on a 128-wide base keeps the width 2,048 and c = 4)
+    gmem_late: bool = True
     nregs: int = 32
     npreds: int = 8
     threads: int = 64
@@ -240,6 +250,7 @@ class Fetch:
     is_blockhi: Bit
     is_bar: Bit
     is_bank: Bit
+    is_page: Bit  # PAGE / ENDPAGE (a BANK token with argument bit 9): not a ROM bank
     idx: Word
     d: Word
     nth: Word
@@ -429,8 +440,10 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     # the pc of the executing pass: the PASS token's 9 bits and the ROM bank of the last BANK
     # token (a separate latch read beside ``ctl``: no extra layer before the ROM read)
     is_bank = ctl_is(P.BANK)
+    is_page = _ctl_part(c, tok, P.BANK, True)  # PAGE / ENDPAGE: argument bit 9 (protocol.py)
     bank_bits = P.PC_BITS - P.PASS_PC_BITS
-    bnk = _latch(c, "bnk", bank_bits, c.concat(arg[0], arg[2 : 1 + bank_bits]), is_bank)
+    bnk = _latch(c, "bnk", bank_bits, c.concat(arg[0], arg[2 : 1 + bank_bits]),
+                 _ctl_part(c, tok, P.BANK, False))
     cpc = c.concat(cur[: P.PASS_PC_BITS], bnk)
     m_exec, _m_rom, m_mem, m_dump = (_match(c, mode, k) for k in range(4))
     g_exists = [c.threshold(list(nth.bits), [1 << i for i in range(7)], 4 * h + 1) for h in range(GROUPS)]
@@ -458,8 +471,8 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     return Fetch(
         tok=tok, t=t, one0=one0, is_data=is_data, is_passm=is_passm, is_exec=is_exec,
         is_mask=is_mask, is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
-        is_block=is_block, is_blockhi=is_blockhi, is_bar=is_bar, is_bank=is_bank, idx=idx, d=d, nth=nth,
-        nbl=nbl, blk=blk,
+        is_block=is_block, is_blockhi=is_blockhi, is_bar=is_bar, is_bank=is_bank, is_page=is_page, idx=idx,
+        d=d, nth=nth, nbl=nbl, blk=blk,
         ep=ep, gpar=gpar, dlo=dlo, dhi=dhi, mode=mode, cur=cur, cg=cg, cpc=cpc, bnk=bnk, m_exec=m_exec,
         m_mem=m_mem, m_dump=m_dump, g_exists=g_exists, staged=staged, f=f, op=f["op"],
         lane_exists=lane_exists, mask=mask,
@@ -532,31 +545,76 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
     return Operands(exec_data=exec_data, A=A, B=B, RA=RA, G=G, CV=CV)
 
 
-def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> list[Word]:
-    """Address add + global memory read (doc section 5, layer M): each lane's loaded word (port 0
-    reads the dump address in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads."""
+@dataclass
+class Pages:
+    """The page latches (``protocol.py``): the page of MEMADDR / DUMPADDR and of the dump's last word."""
+
+    page: Word | None  # None: a shape of one page (1,024 words)
+    end: Word | None
+
+
+def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> tuple[list[Word], Pages]:
+    """Address add + global memory read (doc section 5): each lane's loaded word (port 0 reads the
+    dump address in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads.
+
+    Why banks, built after the scheduler: a memory sits in one layer (16 key heads of 128 rows),
+    so a port of more than ``gmem_bank_rows`` words is banks in successive layers, each written
+    when the address's high bits name it and all read at once, the high bits selecting. Built
+    after the scheduler and the units, the banks take layers beside them (the scheduler's ``mpc``
+    keeps its layer) and the loaded word joins the result late (``load_result``), as the
+    multiplier's does: 4,096 words at the 39 layers 1,024 words took (2B shape)."""
     f, cur, staged = fx.f, fx.cur, fx.staged
     gw_bits = (shape.gmem_words - 1).bit_length()
+    rows = min(shape.gmem_bank_rows, shape.gmem_words)
+    rb = (rows - 1).bit_length()
+    nbanks = -(-shape.gmem_words // rows)
     words = [(ops.A[lane] + f["off"])[2 : 2 + gw_bits] for lane in range(LANES)]
+    # MEMADDR / DUMPADDR: the control latch's 10 bits, the page latch's above them
+    pg_bits = gw_bits - P.ADDR_BITS
+    pages = Pages(None, None)
+    maddr = cur[:gw_bits]
+    if pg_bits > 0:
+        assert pg_bits <= P.PAGE_BITS
+        pval = fx.tok[P.PAGE_SHIFT : P.PAGE_SHIFT + pg_bits]
+        pages = Pages(_latch(c, "gpg", pg_bits, pval, c.all_of([fx.is_page, ~fx.t[0]])),
+                      _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])))
+        maddr = c.concat(cur[: P.ADDR_BITS], pages.page)
     sl = fx.tok[0:2]
     st_word = c.select(sl, words)
     st_data = c.select(sl, ops.B)
-    g_addr = c.mux(fx.is_store, st_word, cur[:gw_bits])
+    g_addr = c.mux(fx.is_store, st_word, maddr)
     g_data = c.mux(fx.is_store, st_data, c.concat(*staged[:NCHUNK])[:32])
     g_en = fx.is_store | c.all_of([fx.is_data, fx.m_mem])
+    ens = [g_en] if nbanks == 1 else [c.all_of([g_en, _match(c, g_addr[rb:gw_bits], k)])
+                                      for k in range(nbanks)]
     ldv = []
-    for lane in range(LANES):  # one copy per read port (a copy fills half a layer's key heads)
-        gmem = c.memory(f"gmem{lane}", rows=shape.gmem_words, width=32)
-        gmem.write(g_addr, g_data, g_en)  # type: ignore[arg-type]
-        addr = c.mux(fx.m_dump, cur[:gw_bits], words[0]) if lane == 0 else words[lane]
-        ldv.append(gmem.read(addr))  # type: ignore[arg-type]
-    return ldv
+    for lane in range(LANES):  # one copy per read port
+        addr = c.mux(fx.m_dump, maddr, words[0]) if lane == 0 else words[lane]
+        reads = []
+        for k in range(nbanks):
+            gmem = c.memory(f"gmem{lane}" if nbanks == 1 else f"gmem{lane}_{k}", rows=rows, width=32)
+            gmem.write(g_addr[:rb], g_data, ens[k])  # type: ignore[arg-type]
+            reads.append(gmem.read(addr[:rb]))  # type: ignore[arg-type]
+        if nbanks == 1:
+            ldv.append(reads[0])
+        else:
+            sel = addr[rb:gw_bits]
+            ldv.append(c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)))  # type: ignore[arg-type]
+    return ldv, pages
 
 
-def datapath(c: Circuit, fx: Fetch, ops: Operands, ldv: list[Word]) -> Results:
-    """The integer unit per lane (doc section 5): eight units (the multiplier: ``multiplier``), few
-    32-bit results live at once (the residual is the scarce resource: every live bit is a
-    dimension), the result mux, the setp bit."""
+def load_result(c: Circuit, fx: Fetch, dp: Results, ldv: list[Word]) -> None:
+    """``ld``: each lane's loaded word replaces the datapath's result of an ``ld`` pass (the memory
+    is read after the scheduler: ``global_memory``)."""
+    is_ld = _match(c, fx.op, OP["ld"])
+    for lane in range(LANES):
+        dp.res[lane] = c.mux(is_ld, ldv[lane], dp.res[lane])
+
+
+def datapath(c: Circuit, fx: Fetch, ops: Operands) -> Results:
+    """The integer unit per lane (doc section 5): eight units (the multiplier: ``multiplier``; the
+    loaded word: ``load_result``), few 32-bit results live at once (the residual is the scarce
+    resource: every live bit is a dimension), the result mux, the setp bit."""
     f, op = fx.f, fx.op
     pc1 = (fx.cpc + 1)[: P.PC_BITS]
     units = ("selmov", "arith", "logic", "shift", "minmax", "ld", "count", "link")
@@ -605,7 +663,7 @@ def datapath(c: Circuit, fx: Fetch, ops: Operands, ldv: list[Word]) -> Results:
         therm = [c.all_of([~v for v in a.bits[i:]]) for i in range(32)]
         count = _popcount(c, [c.mux(is_clz, t_, v) for t_, v in zip(therm, a.bits, strict=True)])
         link = c.concat(pc1, c.const(0, 32 - P.PC_BITS))
-        opts = [selmov, arith, logic, shift, minmax, ldv[lane], count, link]
+        opts = [selmov, arith, logic, shift, minmax, c.const(0, 32), count, link]
         res.append(c.select(unit, [o.as_unsigned() for o in opts]))  # type: ignore[union-attr]
         r = c.lut(
             [*f["cmp"].bits, lt, gt, eq],
@@ -779,7 +837,10 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
                  c.const(P.ctl(P.BLOCK) >> 10, 6)),
         c.concat(nb1[:lo_bits], c.const(0, P.ADDR_BITS - lo_bits), c.const(P.ctl(P.BLOCK) >> 10, 6)),
     )
-    dump_tok = c.concat(fx.dlo, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
+    # the dump starts at DUMPLO's word; after a PAGE the model wrote (the dump crossed into the
+    # next page: ``emit``) at word 0 of that page
+    dump_tok = c.concat(*[c.all_of([b, ~fx.is_page]) for b in fx.dlo.bits],
+                        c.const(P.ctl(P.DUMPADDR) >> 10, 6))
     to_dump = c.all_of([~has_sel, ~any_live, ~more_blocks])
     next_idx = c.concat(
         c.all_of([~has_sel, any_live]) | to_dump, c.all_of([~has_sel, ~any_live, more_blocks]) | to_dump
@@ -792,7 +853,8 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     )
 
 
-def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: list[Word]) -> Emitted:
+def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: list[Word],
+         pages: Pages) -> Emitted:
     """Emit (doc section 5): the late latch of the pass's results, then which token comes next (a
     result chunk, SHORT / USHORT, STORE, the scheduler's PASS / MASK / BAR / BLOCK, dump, FAULT, HALT)."""
     tok, idx, op, cur, m_dump = fx.tok, fx.idx, fx.op, fx.cur, fx.m_dump
@@ -899,7 +961,17 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     data_tok = c.concat(val, q, c.const(0, 1))
     store_tok = c.concat(nl, c.const(P.ctl(P.STORE) >> 2, 14))
     nxt = (cur + 1)[:10]
-    dn_tok = c.mux(cur == fx.dhi, halt, c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6)))
+    dn_tok = c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
+    last = cur == fx.dhi
+    if pages.page is not None:
+        # the dump's last word is DUMPHI's word of ENDPAGE's page; after word 1,023 of a page the
+        # model writes PAGE(page + 1), and the step after it DUMPADDR(0) (``scheduler``)
+        pg, npg = pages.page, len(pages.page)
+        last = c.all_of([last, pg == pages.end])  # type: ignore[arg-type]
+        page_tok = c.concat(c.const(0, P.PAGE_SHIFT), (pg + 1)[:npg], c.const(0, 9 - P.PAGE_SHIFT - npg),
+                            c.const(1, 1), c.const(P.ctl(P.BANK) >> 10, 6))
+        dn_tok = c.mux(c.all_of(list(cur[:10].bits)), page_tok, dn_tok)
+    dn_tok = c.mux(last, halt, dn_tok)
     # a trap with an active lane stops the launch: FAULT(first such lane), then HALT
     c_fault = c.all_of([is_exec, sch.is_trap, c.any_of(eff)])
     fault_lane = c.encode(c.concat(*first_of(c, eff)))
@@ -933,7 +1005,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
 
     The units run in the order of docs/machine-in-weights.md (sections 4-5): fetch and decode,
-    register file, global memory, datapath, scheduler, emit. ``debug`` adds outputs for internal
+    register file, datapath, scheduler, the units, global memory, emit. ``debug`` adds outputs for internal
     signals (for the exact evaluator, never for a model). ``extra``: a candidate unit, four of it
     (one per lane) muxed into the datapath's result under an op code past the table, for layout
     only (the benchmarks' room measurements; never in a shipped machine)."""
@@ -941,8 +1013,11 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     c = Circuit("qwengpu_machine")
     fx = fetch_decode(c, shape)
     ops = register_file(c, shape, fx)
-    ldv = global_memory(c, shape, fx, ops)
-    dp = datapath(c, fx, ops, ldv)
+    if not shape.gmem_late:
+        ldv, pages = global_memory(c, shape, fx, ops)
+    dp = datapath(c, fx, ops)
+    if not shape.gmem_late:
+        load_result(c, fx, dp, ldv)
     sch = scheduler(c, fx, ops, dp.pc1)
     if shape.multiplier:
         multiplier(c, fx, ops, dp)
@@ -952,7 +1027,10 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
         is_new = _match(c, fx.op, len(ROM_OPS))
         for lane in range(LANES):
             dp.res[lane] = c.mux(is_new, extra(c, fx, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
-    em = emit(c, fx, ops, dp, sch, ldv)
+    if shape.gmem_late:
+        ldv, pages = global_memory(c, shape, fx, ops)
+        load_result(c, fx, dp, ldv)
+    em = emit(c, fx, ops, dp, sch, ldv, pages)
     c.output("out", em.out)
     if debug:
         for name, v in dict(

@@ -23,7 +23,10 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            result is v < 1024 (one token instead of three chunks),
                            BANK(b0 | r<<1 | b12<<2): the next PASS tokens name pcs 512b..512b+511,
                            b = b0 | b12<<1 (r: the pass after it starts a new round, as after
-                           BLOCK/BAR); in the prompt, b12 gives ROMADDR rows 1024*b12 + a
+                           BLOCK/BAR); in the prompt, b12 gives ROMADDR rows 1024*b12 + a;
+                           PAGE(p) = BANK(512 | p<<4), ENDPAGE(p) = BANK(512 | p<<4 | 1): the
+                           1,024-word page of global memory that MEMADDR and DUMPADDR name, and
+                           the page of the dump's last word (argument bit 9 tells them from BANK)
 
 A block index (``ctaid``, up to 65,534) and the block count (up to 65,535) are 16 bits; a
 control argument is 10. So BLOCK and NBLOCKS carry the index in two parts, told apart by argument
@@ -43,6 +46,13 @@ to 1,024 rows are those of the 10-bit machine. The host loads rows 1,024 and up 
 same way: ``BANK(b12 << 2)`` before their ``ROMADDR`` tokens (whose argument is 10 bits), and
 ``BANK(0)`` after the last, so the launch starts in bank 0.
 
+Why pages: global memory has more words (4,096 on the 2B shape) than a 10-bit argument names.
+Only the prompt's loads and the dump address memory by token (a pass takes its addresses from
+registers), so a page latch serves both: the host writes ``PAGE(p)`` before loading words of page
+p, then ``PAGE`` of the dump's first word and ``ENDPAGE`` of its last; the model, dumping, writes
+``PAGE(p + 1)`` after word 1,023 of page p and then ``DUMPADDR(0)`` (as BLOCKHI before BLOCK(0)).
+Blank latches read 0: a launch that keeps to page 0 has no page token.
+
 Why a PASS does not carry its active mask: the 16-bit token space is full. A mask is sticky
 instead (machine v2): the early layers keep a table of one mask per group (``mte``, written by MASK
 tokens, read with the PASS token's own group bits) and the late layers a mirror of it (``mtl``,
@@ -57,12 +67,14 @@ A pass whose result is dead (no instruction reads it again: ``codegen.liveness``
 ``nowb`` bit) writes no result token: its PASS (or MASK) is followed directly by the next pass's,
 as for an instruction without a result, and nothing is committed.
 
-Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction (``rom_load``), ``MEMADDR(w) DATA(0..2)`` per
-non-zero word of global memory, ``NTHREADS(n) [NBLOCKSHI(b >> 9)] NBLOCKS(b & 511) DUMPLO(lo)
-DUMPHI(hi)`` and ``BLOCK(0)``. Model-written: ``MASK`` (when a group's mask changes), ``PASS``,
-result chunks, ``STORE(lane)``, ``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts;
-``BLOCKHI`` before it every 512 blocks), then ``DUMPADDR(w)`` + 3 chunks
-per output word, ``HALT``; or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the
+Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction (``rom_load``), ``[PAGE(w >> 10)]
+MEMADDR(w & 1023) DATA(0..2)`` per non-zero word of global memory, ``NTHREADS(n) [NBLOCKSHI(b >> 9)]
+NBLOCKS(b & 511) [PAGE(lo >> 10)] [ENDPAGE(hi >> 10)] DUMPLO(lo & 1023) DUMPHI(hi & 1023)`` and
+``BLOCK(0)`` (``mem_load`` / ``dump_range``: page tokens only where the page changes).
+Model-written: ``MASK`` (when a group's mask changes), ``PASS``, result chunks, ``STORE(lane)``,
+``BAR`` (a barrier releases), ``BLOCK(b)`` (the next block starts; ``BLOCKHI`` before it every 512
+blocks), then ``DUMPADDR(w)`` + 3 chunks per output word (``PAGE`` where the dump crosses into the
+next page), ``HALT``; or ``FAULT(lane)`` + ``HALT`` when an active lane executes ``trap`` (the
 host names the instruction, thread and block from the PASS and BLOCK tokens before it).
 """
 
@@ -79,6 +91,10 @@ ADDR_BITS = 10
 BLOCK_LO_BITS = 9  # the low part of a block index / count in BLOCK / NBLOCKS; bit 9 marks the high part
 BLOCK_HI_BITS = 7  # the high part (BLOCKHI / NBLOCKSHI): 16 bits in all
 HI_FLAG = 1 << BLOCK_LO_BITS
+PAGE_WORDS = 1 << ADDR_BITS  # global-memory words a MEMADDR / DUMPADDR argument names
+PAGE_FLAG = 1 << 9  # BANK's argument bit 9: a page token (PAGE / ENDPAGE), not a ROM bank
+PAGE_SHIFT = 4  # the page number's place in the argument (bits 4..8)
+PAGE_BITS = 5  # up to 32 pages (32,768 words)
 IDX_UNIFORM = 12
 IDX_PRED = 15
 
@@ -129,6 +145,38 @@ def bank_arg(bank: int, restart: bool = False) -> int:
 def bank_of(arg: int) -> int:
     """The 512-row bank a BANK argument names (pc bits 9..11)."""
     return (arg & 1) | (((arg >> 2) & 3) << 1)
+
+
+def page_arg(page: int, end: bool = False) -> int:
+    """The BANK argument of PAGE(page) (or ENDPAGE(page): the page of the dump's last word)."""
+    assert 0 <= page < 1 << PAGE_BITS
+    return PAGE_FLAG | (page << PAGE_SHIFT) | int(end)
+
+
+def mem_load(words: list[tuple[int, int]], nchunks: int) -> list[int]:
+    """The prompt tokens that load global memory: ``MEMADDR(w) DATA(0..nchunks-1)`` per (word,
+    value), a PAGE token before the first word of each page other than 0 (a blank latch reads 0).
+    Returns with the page latch at the last word's page (``dump_range`` resets it)."""
+    out: list[int] = []
+    page = 0
+    for w, v in words:
+        if w >> ADDR_BITS != page:
+            page = w >> ADDR_BITS
+            out.append(ctl(BANK, page_arg(page)))
+        out.append(ctl(MEMADDR, w & (PAGE_WORDS - 1)))
+        out += [data(k, x) for k, x in enumerate(chunks(v, nchunks))]
+    return out
+
+
+def dump_range(lo: int, last: int, page: int) -> list[int]:
+    """The tokens naming the dump's words ``lo..last``: PAGE of ``lo`` (when the latch, now at
+    ``page``, differs), ENDPAGE of ``last`` (when not 0), DUMPLO, DUMPHI."""
+    out = []
+    if lo >> ADDR_BITS != page:
+        out.append(ctl(BANK, page_arg(lo >> ADDR_BITS)))
+    if last >> ADDR_BITS:
+        out.append(ctl(BANK, page_arg(last >> ADDR_BITS, end=True)))
+    return out + [ctl(DUMPLO, lo & (PAGE_WORDS - 1)), ctl(DUMPHI, last & (PAGE_WORDS - 1))]
 
 
 def rom_load(rows: list[int], nchunks: int) -> list[int]:
@@ -197,22 +245,30 @@ def decode(t: int) -> Token:
     a = t & ((1 << ADDR_BITS) - 1)
     if k in (BLOCK, NBLOCKS) and a & HI_FLAG:  # the high part of a block index / count
         return Token(f"{CTL_NAMES[k]}HI", a & (HI_FLAG - 1))
+    if k == BANK and a & PAGE_FLAG:  # a page of global memory
+        return Token("ENDPAGE" if a & 1 else "PAGE", (a >> PAGE_SHIFT) & ((1 << PAGE_BITS) - 1))
     return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", a)
 
 
 class Reader:
     """Decodes a token stream in order: a PASS token's pc gets the bank of the last BANK token,
-    a BLOCK / NBLOCKS token the high part of the last BLOCKHI / NBLOCKSHI (the host maps tokens to
-    values this way, putting bits side by side; it computes nothing)."""
+    a BLOCK / NBLOCKS token the high part of the last BLOCKHI / NBLOCKSHI, a MEMADDR / DUMPADDR
+    token the page of the last PAGE (the host maps tokens to values this way, putting bits side by
+    side; it computes nothing)."""
 
     def __init__(self) -> None:
         self.bank = 0
+        self.page = 0
         self.hi = {"BLOCK": 0, "NBLOCKS": 0}
 
     def read(self, t: int) -> Token:
         tk = decode(t)
         if tk.kind == "BANK":
             self.bank = bank_of(tk.a)
+        elif tk.kind == "PAGE":
+            self.page = tk.a
+        elif tk.kind in ("MEMADDR", "DUMPADDR") and self.page:
+            return Token(tk.kind, tk.a | (self.page << ADDR_BITS))
         elif tk.kind == "PASS" and self.bank:
             return Token("PASS", tk.a | (self.bank << PASS_PC_BITS), tk.b, tk.full)
         elif tk.kind in ("BLOCKHI", "NBLOCKSHI"):

@@ -12,6 +12,10 @@ DEFAULT_SHAPE = MachineShape()
 #: Four banks (4,096 rows, the 2B shape's) do not fit its residual (measured: FitError, "all 2041
 #: signal dimensions are taken"); the protocol is the same (12-bit pc, BANK tokens)
 SMALL_ROM_ROWS = 1024
+#: global memory of the test shape: two pages in two banks of 1,024 rows (half a layer each), so
+#: the fast tests run the page tokens and the bank select the 2B shape's 4,096 words use (measured:
+#: 40 layers, as with 1,024 words), built before the datapath (``MachineShape.gmem_late``)
+SMALL_GMEM_WORDS, SMALL_GMEM_BANK_ROWS = 2048, 1024
 #: the smallest ``intermediate_size`` whose layers host the 4-lane multiplier (measured: the
 #: machine with it does not fit intermediate 2048, 3072 or 4096 at hidden 2048, and fits 6144, the
 #: Qwen3.5-2B shape, at 37 layers: docs/machine-in-weights.md section 8)
@@ -24,7 +28,8 @@ def shape_for(config) -> MachineShape:
     room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
     if room:
         return MachineShape(multiplier=True, fadd=True)
-    return MachineShape(rom_rows=SMALL_ROM_ROWS)
+    return MachineShape(rom_rows=SMALL_ROM_ROWS, gmem_words=SMALL_GMEM_WORDS,
+                        gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False)
 
 
 def test_config(hidden: int = 2048, intermediate: int = 2048):

@@ -368,17 +368,16 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         )
     words = np.frombuffer(arena.tobytes().ljust(nwords * 4, b"\0"), dtype="<u4")
     prompt: list[int] = P.rom_load(rows, ROM_CHUNKS)
-    for w, v in enumerate(words):
-        if v:
-            prompt.append(P.ctl(P.MEMADDR, w))
-            prompt += [P.data(k, x) for k, x in enumerate(P.chunks(int(v), NCHUNK))]
+    nonzero = [(w, int(v)) for w, v in enumerate(words) if v]
+    prompt += P.mem_load(nonzero, NCHUNK)
     outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
     if not outs:
         raise MachineLimitError("the launch names no output buffer to read back")
     lo = min((b.start - GLOBAL_BASE) // 4 for b in outs)
     hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
     prompt += [P.ctl(P.NTHREADS, nthreads), *P.block_tokens(P.NBLOCKS, nblocks)]
-    prompt += [P.ctl(P.DUMPLO, lo), P.ctl(P.DUMPHI, hi - 1), P.ctl(P.BLOCK, 0)]
+    page = nonzero[-1][0] >> P.ADDR_BITS if nonzero else 0  # the page latch after the loads
+    prompt += [*P.dump_range(lo, hi - 1, page), P.ctl(P.BLOCK, 0)]
     # the buffer table of the whole machine memory (the launch's buffers and the machine's own
     # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
     extend_gmem(bound.gmem, mem)
@@ -460,7 +459,7 @@ def token_census(trace: list[int]) -> dict[str, int]:
     n = dict.fromkeys(CENSUS_KINDS, 0)
     dumping = False
     kinds = {"PASS": "pass", "MASK": "mask", "BANK": "bank", "SHORT": "short", "USHORT": "short",
-             "STORE": "store", "DUMPADDR": "dump"}
+             "STORE": "store", "DUMPADDR": "dump", "PAGE": "dump"}
     for tk in P.read_all(trace):
         if tk.kind == "DUMPADDR":
             dumping = True
@@ -572,7 +571,8 @@ class OutOfBounds(Exception):
 class BoundsWatch:
     """Checks, as the model writes them, the addresses of its memory passes (``on_token``).
 
-    Why on the host: the weights' memory is 1024 words addressed by their low bits, so an
+    Why on the host: the weights' memory (``MachineShape.gmem_words``) is addressed by the low bits
+    of an address, so an
     out-of-bounds access would silently land in another buffer or wrap. The host computes no
     result here: it keeps the register and predicate values *the model wrote* (result chunks,
     SHORT/USHORT, predicate chunks; registers start at 0 and persist across blocks, as in the
@@ -747,12 +747,15 @@ class TraceFormatter:
                 self.emit("-- every thread exited; the model dumps the output words")
 
 
-def decode_dump(trace: list[int]) -> dict[int, int]:
-    """Words the model dumped: DUMPADDR(w) followed by its three chunks, or by USHORT(v) (v < 1024)."""
+def decode_dump(trace: list[int], page: int = 0) -> dict[int, int]:
+    """Words the model dumped: DUMPADDR(w) followed by its three chunks, or by USHORT(v) (v < 1024);
+    w in the page of the last PAGE token (``page``: the latch's value where ``trace`` starts)."""
     words: dict[int, int] = {}
     addr, parts = None, []
+    r = P.Reader()
+    r.page = page
     for t in trace:
-        tk = P.decode(t)
+        tk = r.read(t)
         if tk.kind == "DUMPADDR":
             addr, parts = tk.a, []
         elif tk.kind == "USHORT" and addr is not None:
@@ -860,7 +863,7 @@ def run_machine(
             f"step limit reached: the model wrote {max_tokens:,} tokens without halting (the kernel may "
             "loop forever — raise the limit with --max-steps)"
         )
-    words = decode_dump(trace)
+    words = decode_dump(trace, lo >> P.ADDR_BITS)  # the prompt leaves the page latch at lo's page
     missing = [w for w in range(lo, hi) if w not in words]
     if missing:
         raise ExecutionError(f"the model's dump lacks words {missing[:8]}")

@@ -211,7 +211,7 @@ def _run_cuda(tmp_path, src: str, spec: dict):
     [
         (1, 65, 65, "the launch needs 65 threads per block; the machine has 64"),
         ([256, 256, 1], 1, 65, "the launch needs 65536 blocks; the machine has 65535"),
-        (1, 1, 1025, "the launch needs 1025 words of global memory; the machine has 1024"),
+        (1, 1, 4097, "the launch needs 4097 words of global memory; the machine has 4096"),
     ],
 )
 def test_launch_limits(tmp_path, grid: int | list[int], block: int, size: int, msg: str) -> None:
@@ -241,14 +241,14 @@ def test_shared_memory_limit(tmp_path) -> None:
         "kernel": "k",
         "grid": 1,
         "block": 4,
-        "shared_bytes": 769 * 4,
+        "shared_bytes": 3073 * 4,
         "args": [{"name": "out", "type": "i32*", "size": 4}],
     }
     with pytest.raises(
-        MachineLimitError, match="needs 769 words of shared memory per block; the machine has 768"
+        MachineLimitError, match="needs 3073 words of shared memory per block; the machine has 3072"
     ):
         _run_cuda(tmp_path, src, spec)
-    spec["shared_bytes"] = 768 * 4
+    spec["shared_bytes"] = 3072 * 4
     assert _run_cuda(tmp_path, src, spec).outputs["out"].tolist() == [1, 1, 1, 1]
 
 
@@ -348,7 +348,8 @@ def _pressure_expected(a: list[int], t: int) -> int:
 
 def test_spill_slots_take_the_memory_the_launch_leaves(tmp_path) -> None:
     """The program the weights run: pressure.cu (48 values live per thread) spills to per-thread
-    words of global memory; 16 threads fit, 64 do not, refused as a memory limit naming the words."""
+    words of global memory; 16 threads fit, and 64 in the 2B machine's 4,096 words; in a machine
+    of 1,024 words (version 1's) 64 do not, refused as a memory limit naming the words."""
     from qwengpu.codegen.softmem import run_weights
 
     spec = json.loads(PRESSURE.with_suffix(".json").read_text())
@@ -361,10 +362,12 @@ def test_spill_slots_take_the_memory_the_launch_leaves(tmp_path) -> None:
     assert "spill slots" in run.stats["plan"]
     spec["block"], spec["args"][1]["data"] = 64, [0] * 64
     (tmp_path / "p64.json").write_text(json.dumps(spec))
+    run = run_weights(PRESSURE, tmp_path / "p64.json")
+    assert run.outputs["out"].tolist() == [_pressure_expected(a, t) for t in range(64)]
     want = (r"needs 1216 words of global memory for its spill slots \(19 per thread x 64 thread slots.* "
             r"words are left beside the launch's buffers \(120 words\)")
     with pytest.raises(MachineLimitError, match=want):
-        run_weights(PRESSURE, tmp_path / "p64.json")
+        run_weights(PRESSURE, tmp_path / "p64.json", gmem_words=1024)
 
 
 CALLS = """__device__ __noinline__ unsigned f(unsigned x, unsigned y) { return x * 7u + (y ^ 0x55u); }

@@ -874,7 +874,7 @@ def test_plan_layout_and_refusals() -> None:
         return lower_kernel(module, name, None)
 
     p = prog_of("warp_reduce_2warps")
-    plan = plan_memory(p, (2, 1, 1), (64, 1, 1))
+    plan = plan_memory(p, (2, 1, 1), (64, 1, 1), gmem_words=1024)
     names = [r[0] for r in plan.regions()]
     assert names[0] == "shared" and all(n.startswith("shfl shadow") for n in names[1:])
     assert plan.shared_base == 1020 and plan.low == 1020 - 5 * 64
@@ -885,7 +885,7 @@ def test_plan_layout_and_refusals() -> None:
         MachineLimitError,
         match="771 words of shared memory per block; the machine in the weights maps at most 768",
     ):
-        plan_memory(p, (1, 1, 1), (64, 1, 1), dynamic_shared=4 * 769)
+        plan_memory(p, (1, 1, 1), (64, 1, 1), dynamic_shared=4 * 769, gmem_words=1024)
     q = prog_of("local_hist")
     with pytest.raises(
         MachineLimitError, match=r"needs 512 words of global memory for shared, local .* has 256"
@@ -943,15 +943,15 @@ extern "C" __global__ void big(unsigned* a)
         "kernel": "big",
         "grid": 1,
         "block": 32,
-        "args": [{"name": "a", "type": "u32*", "size": 840}],
+        "args": [{"name": "a", "type": "u32*", "size": 3912}],
         "outputs": ["a"],
     }
     (tmp_path / "big.cu").write_text(src)
     (tmp_path / "big.json").write_text(json.dumps(spec))
     with pytest.raises(
-        MachineLimitError, match=r"buffers need 844 words .*shared 200 words at 824.* leaving 824"
+        MachineLimitError, match=r"buffers need 3916 words .*shared 200 words at 3896.* leaving 3896"
     ):
-        engine.prepare(tmp_path / "big.cu", tmp_path / "big.json")
+        engine.prepare(tmp_path / "big.cu", tmp_path / "big.json")  # the 2B machine: 4,096 words
 
 
 def test_encoded_constant_address_store() -> None:

@@ -186,6 +186,8 @@ def _mount_kl(base, mount, tmp_path, max_tokens: int = 12) -> dict:
     return r
 
 
+@pytest.mark.slow  # 21 s; the default run compares the mount's text with the base exactly
+# (tests/model/test_mount_stock.py) and runs the KL path on a damaged base weight (below)
 def test_kl_of_the_mount_is_below_1e_9(small_base, small_mount, tmp_path):
     """Both paths, float32: the mounted model's distribution is the base's (no mass on the machine's
     65,536 tokens). c = 4 makes every scaling exact, but the matmul at the mounted width may sum in
