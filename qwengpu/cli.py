@@ -603,6 +603,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     from qwengpu.codegen.lowering.table import refused_opcodes
     from qwengpu.isa.limits import LIMITS, machine_limits
     from qwengpu.machine import protocol as P
+    from qwengpu.machine.circuit import MACHINE_UNITS
     from qwengpu.model.configs import shape_for
 
     name = resolve_shape_name(args.shape)
@@ -625,7 +626,8 @@ def _cmd_machine(args: argparse.Namespace) -> int:
          "32-bit words of shared memory per block (the top of global memory)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
-    units = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}
+    units = {f.name: v for f in fields(shape)
+             if isinstance(v := getattr(shape, f.name), bool) and f.name in MACHINE_UNITS}
     layers = {"hidden_size": int(config.hidden_size), "intermediate_size": int(config.intermediate_size)}
     if args.json:
         print(json.dumps({"shape": name, "layer_shape": layers, "isa": asdict(LIMITS),

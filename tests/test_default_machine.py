@@ -133,8 +133,7 @@ def _cli(*args: str, env_shape: str | None) -> subprocess.CompletedProcess:
 
 
 def test_machine_info_prints_the_default_machine_and_its_units() -> None:
-    from dataclasses import fields
-
+    from qwengpu.machine.circuit import MACHINE_UNITS
     from qwengpu.model.configs import shape_for
     from qwengpu.runtime.engine import machine_config
 
@@ -143,9 +142,11 @@ def test_machine_info_prints_the_default_machine_and_its_units() -> None:
         assert p.returncode == 0, p.stderr
         info = json.loads(p.stdout)
         shape = shape_for(machine_config(want))
-        flags = {f.name: v for f in fields(shape) if isinstance(v := getattr(shape, f.name), bool)}
+        flags = {name: getattr(shape, name) for name in MACHINE_UNITS}
         assert info["shape"] == want and info["units"] == flags and "multiplier" in flags
         assert info["in_weights"]["program"] == shape.rom_rows
+        assert info["in_weights"]["global_words"] == shape.gmem_words == {"2b": 4096, "test": 2048}[want]
+        assert info["in_weights"]["shared_words"] == shape.gmem_words * 3 // 4
     assert info["layer_shape"]["intermediate_size"] != TWO_B["intermediate_size"]  # the test shape, last
     text = _cli("machine", "info", env_shape=None)
     assert text.returncode == 0 and "shape 2b (the default" in text.stdout

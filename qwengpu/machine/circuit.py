@@ -170,6 +170,9 @@ class MachineShape:
     fadd: bool = False
 
 
+#: the fields of ``MachineShape`` that name units beside the integer datapath (``machine info``)
+MACHINE_UNITS = ("multiplier", "fadd")
+
 #: MLP neurons per layer that placement leaves free for reset neurons when the machine has the
 #: float adders (without them the residual does not fit: bench/fadd_unit.py)
 FADD_MLP_RESERVE = 1536
