@@ -116,9 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = text_config("qwen3_5_2b_text")
     shape = shape_for(cfg)
     rows = [needs(n, shape) for n in LAUNCHES]
-    from qwengpu.isa.limits import LIMITS
+    from qwengpu.isa.limits import shared_words_for
 
-    shared = min(LIMITS.shared_words, shape.gmem_words * 3 // 4)
+    shared = shared_words_for(shape.gmem_words)
     out: dict = {"machine": {"threads_at_once": shape.threads, "global_words": shape.gmem_words,
                              "shared_words": shared}, "natural": rows}
     if args.run:

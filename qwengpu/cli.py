@@ -601,7 +601,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     from dataclasses import asdict, fields
 
     from qwengpu.codegen.lowering.table import refused_opcodes
-    from qwengpu.isa.limits import LIMITS, machine_limits
+    from qwengpu.isa.limits import LIMITS, machine_limits, shared_words_for
     from qwengpu.machine import protocol as P
     from qwengpu.machine.circuit import MACHINE_UNITS
     from qwengpu.model.configs import shape_for
@@ -622,7 +622,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("global_words", shape.gmem_words,
          f"32-bit words of global memory (buffers 16-byte aligned, 4-word guards; pages of "
          f"{P.PAGE_WORDS:,}, banks of {shape.gmem_bank_rows:,} rows)"),
-        ("shared_words", min(LIMITS.shared_words, shape.gmem_words * 3 // 4),
+        ("shared_words", shared_words_for(shape.gmem_words),
          "32-bit words of shared memory per block (the top of global memory)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]

@@ -113,7 +113,7 @@ from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
 from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
-from qwengpu.isa.limits import LIMITS
+from qwengpu.isa.limits import LIMITS, shared_words_for
 from qwengpu.isa.program import Program, local_words_used
 from qwengpu.simt.memory import GLOBAL_BASE
 
@@ -318,7 +318,7 @@ def plan_memory(
             f"the launch has grid {grid}, block {block}: {grid[0] * grid[1] * grid[2] * parts} blocks for "
             f"the machine{each}; it runs at most {LIMITS.blocks_per_launch}"
         )
-    smax = min(LIMITS.shared_words, top * 3 // 4)  # 3/4 of the machine's memory at most
+    smax = shared_words_for(top)
     if swords > smax:
         raise MachineLimitError(
             f"the launch needs {swords} words of shared memory per block; the machine in the weights "

@@ -55,6 +55,12 @@ class Limits:
 LIMITS = Limits()
 
 
+def shared_words_for(gmem_words: int) -> int:
+    """Shared words per block a machine of ``gmem_words`` maps: the top of its global memory, at
+    most 3/4 of it (and at most ``LIMITS.shared_words``)."""
+    return min(LIMITS.shared_words, gmem_words * 3 // 4)
+
+
 def machine_limits() -> list[tuple[str, int, str]]:
     """The limits for printing (``qwengpu machine info``)."""
     return LIMITS.as_rows()
