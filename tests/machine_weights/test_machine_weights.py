@@ -247,19 +247,19 @@ def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
 
 
 def test_a_padded_16x16_tile_runs_in_the_model(machine, monkeypatch):
-    """Shared memory up to 768 words (from the top of the global words): the CUDA samples'
+    """Shared memory up to 3/4 of the global words (from their top): the CUDA samples'
     conflict-free transpose at its classic 16x17 tile (272 words; the machine mapped at most 256
     before) runs in the model, 2-D block of 16x4 threads; the result is the matrix's transpose."""
     from dataclasses import replace
 
-    from qwengpu.codegen import softmem
+    from qwengpu.isa import limits
     from qwengpu.spec import load_spec
 
     run = run_machine(K / "tile_transpose.cu", model=machine[1], max_tokens=200_000)
     idata = np.array(load_spec(K / "tile_transpose.json").arg("idata").data).reshape(16, 16)
     assert run.passed and run.outputs["odata"].tolist() == idata.T.reshape(-1).tolist()
     assert run.stats["barriers"] == 1 and run.stats["addresses_checked"] > 0
-    monkeypatch.setattr(softmem, "LIMITS", replace(softmem.LIMITS, shared_words=256))
+    monkeypatch.setattr(limits, "LIMITS", replace(limits.LIMITS, shared_words=256))
     with pytest.raises(MachineLimitError, match="needs 272 words of shared memory per block"):
         prepare(K / "tile_transpose.cu")
 
