@@ -612,10 +612,9 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     refused = refused_opcodes()
     slice_rows = [
         ("threads_per_block", LIMITS.threads_per_block,
-         f"threads per block; more than {shape.threads} only without block barriers (run as parts of "
-         f"{shape.threads} one after another)"),
-        ("resident_threads", shape.threads, "threads held at once (2 warps of 8 four-lane groups): the "
-         "block limit of a kernel with __syncthreads"),
+         f"threads per block; more than {shape.threads}: parts of {shape.threads} one after another, or "
+         f"with __syncthreads the machine's threads taking whole warps in turns (a multiple of 32)"),
+        ("resident_threads", shape.threads, "threads held at once (2 warps of 8 four-lane groups)"),
         ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),

@@ -141,14 +141,14 @@ def test_launch_over_memory_says_what_it_needs_and_what_the_machine_has(tmp_path
 
 
 def test_interp_notes_a_launch_the_machine_would_refuse(tmp_path: Path):
-    # 128 threads per block waiting at a barrier: the machine holds 64 at once
-    big = _big(tmp_path, words=128, block=128, src=BAR_SRC)
+    # 100 threads per block waiting at a barrier: the machine's threads take whole warps in turns
+    big = _big(tmp_path, words=128, block=100, src=BAR_SRC)
     p = cli("run", str(big), "--engine", "interp", "--json")
     assert p.returncode == 0, p.stderr
     assert "note: the machine in the weights would refuse this launch" in p.stderr
-    assert "128 threads per block and kernel big waits at block barriers" in p.stderr
+    assert "100 threads per block and its kernel waits at block barriers" in p.stderr
     stats = json.loads(p.stdout)["stats"]
-    assert "128 threads per block" in stats["machine_limit"]
+    assert "a multiple of 32 threads" in stats["machine_limit"]
     (tmp_path / "fits").mkdir()
     ok = cli("run", str(_big(tmp_path / "fits", words=8, block=4)), "--engine", "interp", "--json")
     assert json.loads(ok.stdout)["stats"]["machine_limit"] is None and "note:" not in ok.stderr

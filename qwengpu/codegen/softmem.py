@@ -111,6 +111,8 @@ from pathlib import Path
 from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
 from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
 from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
+from qwengpu.codegen.turns import STEP, Turns, first4, logical4, turns_pass
+from qwengpu.codegen.turns import split as split_turns
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, shared_words_for
@@ -152,6 +154,7 @@ class MemPlan:
     spill_words: int = 0
     spill_base: int | None = None
     parts: int = 1  # machine blocks per launch block (``block_parts``): one after another
+    turns: Turns | None = None  # a block with barriers taken in turns (``codegen.turns``)
 
     @property
     def nthreads(self) -> int:
@@ -165,7 +168,13 @@ class MemPlan:
 
     @property
     def threads(self) -> int:
-        """Threads per machine block (``NTHREADS``): the launch's block, or one part of it."""
+        """Threads per machine block (``NTHREADS``): the launch's block, or one part of it, or the
+        machine threads that take a block's threads in turns."""
+        return self.turns.m if self.turns is not None else self.nthreads // self.parts
+
+    @property
+    def lthreads(self) -> int:
+        """The kernel's threads one machine block runs (``threads`` unless taken in turns)."""
         return self.nthreads // self.parts
 
     @property
@@ -206,6 +215,11 @@ class MemPlan:
         if self.vote_base is not None:
             out.append(("vote slots", self.vote_base, self.wstride))
             out.append(("vote partials", self.part_base, self.wstride // 4))  # type: ignore[arg-type]
+        if self.turns is not None:
+            t = self.turns
+            out.append(("turns", t.base, t.fixed_words))
+            if t.save_words:
+                out.append(("values saved at barriers", t.save_base, t.save_words * t.n))
         if self.spill_base is not None:
             out.append(("spill slots", self.spill_base, self.spill_words * self.tstride))
         return out
@@ -276,12 +290,7 @@ def block_parts(prog: Program, nthreads: int, shared_words: int) -> int:
             f"{LIMITS.threads_per_block} (CUDA's limit)"
         )
     if any(x.op == "bar" for x in prog.code):
-        raise MachineLimitError(
-            f"the launch has {nthreads} threads per block and kernel {prog.name} waits at block barriers "
-            f"(bar.sync / __syncthreads): the machine holds {cap} threads at once, and a larger block "
-            f"runs in parts one after another, which a barrier cannot join; launch at most {cap} threads "
-            f"per block"
-        )
+        return 1  # one machine block whose threads take the block's in turns (``codegen.turns``)
     warp = shared_words > 0 or any(
         x.op in CROSS_LANE or (x.op == "s2r" and x.mod("sr") in _WARP_SPECIALS) for x in prog.code
     )
@@ -311,7 +320,11 @@ def plan_memory(
     sbytes = shared_size(prog, dynamic_shared)
     swords = (sbytes + 3) // 4
     parts = block_parts(prog, block[0] * block[1] * block[2], swords)
-    nthreads = block[0] * block[1] * block[2] // parts  # the machine's threads per (part of a) block
+    nthreads = block[0] * block[1] * block[2] // parts  # the kernel's threads per (part of a) block
+    turns = None
+    if nthreads > LIMITS.resident_threads:  # barriers: machine threads take the block's in turns
+        m, v = split_turns(nthreads)
+        turns = Turns(v=v, m=m, base=0)
     if grid[0] * grid[1] * grid[2] * parts > LIMITS.blocks_per_launch:
         each = f" ({parts} parts of {nthreads} threads each)" if parts > 1 else ""
         raise MachineLimitError(
@@ -331,14 +344,15 @@ def plan_memory(
         for i, byte in enumerate(data):
             w, k = divmod(off + i, 4)
             init[w] = init.get(w, 0) | byte << (8 * k)
-    nt = _pow2_at_least(nthreads)
-    nwarps = -(-nthreads // WARP)
+    nt = _pow2_at_least(nthreads)  # per-thread words: one per thread of the kernel's (part of a) block
+    lwarps = -(-nthreads // WARP)
+    nwarps = lwarps if turns is None else turns.m // WARP  # the machine's warps
     local_words = local_words_used(prog)
     cur -= local_words * nt
     local_base = cur
     shadows = []
     for v in shfl_sources(prog):
-        cur -= WARP * nwarps
+        cur -= WARP * lwarps
         shadows.append((v, cur))
     vote_base = part_base = None
     if any(x.op in ("vote", "ballot") for x in prog.code):
@@ -346,6 +360,9 @@ def plan_memory(
         vote_base = cur
         cur -= WARP * nwarps // 4
         part_base = cur
+    if turns is not None:
+        cur -= turns.fixed_words
+        turns = replace(turns, base=cur)
     plan = MemPlan(
         grid=grid,  # type: ignore[arg-type]
         block=block,  # type: ignore[arg-type]
@@ -363,6 +380,7 @@ def plan_memory(
         part_base=part_base,
         low=cur,
         parts=parts,
+        turns=turns,
     )
     if cur < 0:
         raise MachineLimitError(
@@ -391,8 +409,14 @@ def _mem_mods(ins: MInstr) -> dict:
 
 
 def _tid4(s: Seq) -> R:
-    """4 * (linear thread index in the block)."""
+    """4 * (the machine's linear thread index in its block)."""
     return s.op("shl", s.op("s2r", sr="tid.x"), Imm(2))
+
+
+def _thread4(s: Seq, plan: MemPlan) -> R:
+    """4 * (the kernel's thread in the machine block: the machine's, or, taken in turns, the one
+    this turn plays), the index of every per-thread word."""
+    return _tid4(s) if plan.turns is None else logical4(s, plan.turns)
 
 
 def _map_address(s: Seq, ins: MInstr, plan: MemPlan) -> tuple[R | Imm, dict]:
@@ -415,7 +439,7 @@ def _map_address(s: Seq, ins: MInstr, plan: MemPlan) -> tuple[R | Imm, dict]:
     # local: word k of thread t at local_base + k * NT + t
     nt = plan.tstride
     sh = nt.bit_length() - 1
-    t4 = _tid4(s)
+    t4 = _thread4(s, plan)
     m["amode"] = "z"
     if chk in (1, 2):
         m["chk"] = chk  # (chk 8 is dropped: the two words of an 8-byte access are not adjacent)
@@ -659,9 +683,13 @@ def _x_shfl(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
         src: R | Imm = j if not ok.neg else lane
     else:
         src = s.op("sel", j, lane, ok)
-    wb = s.op("sub", s.op("s2r", sr="tid.x"), lane)  # the warp's first thread
-    idx = s.op("add", wb, src)
-    s.emit("ld", (d,), (s.op("shl", idx, Imm(2)),), size=4, sign="u", space="global", amode="z",
+    if plan.turns is None:
+        wb = s.op("sub", s.op("s2r", sr="tid.x"), lane)  # the warp's first thread
+        addr = s.op("shl", s.op("add", wb, src), Imm(2))
+    else:  # the logical warp's first thread, from this turn's thread
+        wb4 = s.op("sub", logical4(s, plan.turns), s.op("shl", lane, Imm(2)))
+        addr = s.op("add", wb4, s.op("shl", src, Imm(2)))
+    s.emit("ld", (d,), (addr,), size=4, sign="u", space="global", amode="z",
            base=GLOBAL_BASE, off=4 * base)  # fmt: skip
     return s.code
 
@@ -766,6 +794,8 @@ def _linear_index(s: Seq, base: str, plan: MemPlan) -> R:
     """The kernel's linear thread (``base`` tid) or block (ctaid) index from the machine's: the
     machine runs part p of launch block b as its block ``b * parts + p`` (``block_parts``), so
     ``ctaid = ctaid_m // parts`` and ``tid = tid_m + (ctaid_m % parts) * threads``."""
+    if base == "tid" and plan.turns is not None:  # the thread this turn plays
+        return s.op("shr", logical4(s, plan.turns), Imm(2))
     lin = s.op("s2r", sr=f"{base}.x")
     if plan.parts == 1:
         return lin
@@ -786,7 +816,8 @@ def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
     base, _, axis = sr.partition(".")
     const: dict[str, int] = {
         "ntid.x": bx, "ntid.y": by, "ntid.z": bz, "nctaid.x": gx, "nctaid.y": gy, "nctaid.z": gz,
-        "nwarpid": plan.nwarps, "total_smem_size": plan.shared_bytes,
+        "nwarpid": plan.nwarps if plan.turns is None else -(-plan.lthreads // WARP),
+        "total_smem_size": plan.shared_bytes,
         "dynamic_smem_size": plan.shared_bytes - plan.static_shared,
     }  # fmt: skip
     if sr in const:
@@ -797,7 +828,8 @@ def _special(s: Seq, d: R, sr: str, plan: MemPlan) -> None:
         if n == 1:  # one block (one thread): the index is 0, a constant the lowering folds
             s.into(d, "mov", Imm(0))
             return
-        if axis == "x" and dims[1] * dims[2] == 1 and plan.parts == 1:
+        machine = plan.parts == 1 and (base == "ctaid" or plan.turns is None)
+        if axis == "x" and dims[1] * dims[2] == 1 and machine:
             s.into(d, "s2r", sr=f"{base}.x")  # the linear index is the x index
             return
         lin = _linear_index(s, base, plan)  # linear in the 1-D launch of the kernel
@@ -831,10 +863,12 @@ def _prologue(fr: Fresh, plan: MemPlan, ptx: int) -> list[MInstr]:
     s = Seq(fr)
     fr.ptx = ptx
     if plan.mblocks > 1 and (plan.local_words or plan.shadows):  # each thread its own words
-        t4 = _tid4(s)
+        t4 = _tid4(s) if plan.turns is None else first4(s, plan.turns)
         offs = [plan.local_base + k * plan.tstride for k in range(plan.local_words)]
         for w in offs + [b for _, b in plan.shadows]:
-            s.emit("st", (), (t4, Imm(0)), size=4, space="global", amode="z", base=GLOBAL_BASE, off=4 * w)
+            for k in range(1 if plan.turns is None else plan.turns.v):  # (every turn's thread)
+                s.emit("st", (), (t4, Imm(0)), size=4, space="global", amode="z", base=GLOBAL_BASE,
+                       off=4 * w + STEP * k)
     clear = plan.shared_words and plan.mblocks > 1
     if clear or plan.shared_init:
         w = s.op("s2r", sr="warpid")
@@ -852,13 +886,15 @@ def _prologue(fr: Fresh, plan: MemPlan, ptx: int) -> list[MInstr]:
     return s.code
 
 
-def _launch_pass(prog: Program, plan: MemPlan) -> Program:
+def _launch_pass(prog: Program, plan: MemPlan) -> tuple[Program, int]:
     """Launch specials -> sequences over the linear indices; the prologue before the first
-    instruction (outside every PTX range: it is not a PTX instruction)."""
+    instruction (outside every PTX range: it is not a PTX instruction). Also returns the pc of the
+    kernel's first instruction (after the prologue)."""
     fr = Fresh(prog)
     items: list[tuple[int, MInstr]] = []
     if prog.code:
         items += [(AFTER, x) for x in _prologue(fr, plan, prog.code[0].ptx)]
+    entry = len(items)
     for pc, ins in enumerate(prog.code):
         if ins.op == "s2r" and ins.mod("sr") in LAUNCH_SPECIALS:
             fr.ptx = ins.ptx
@@ -876,7 +912,7 @@ def _launch_pass(prog: Program, plan: MemPlan) -> Program:
         else:
             items.append((pc, ins))
     out = rebuild(prog, items)
-    return replace(out, nregs=fr.nr, npreds=fr.np)
+    return replace(out, nregs=fr.nr, npreds=fr.np), entry
 
 
 def _shadow_pass(prog: Program, plan: MemPlan) -> Program:
@@ -895,6 +931,15 @@ def _shadow_pass(prog: Program, plan: MemPlan) -> Program:
                 items += [
                     (AFTER, MInstr("s2r", (t,), (), {"sr": "tid.x"}, ptx=ins.ptx)),
                     (AFTER, MInstr("shl", (u,), (t, Imm(2)), ptx=ins.ptx)),
+                ]
+                if plan.turns is not None:  # the word of the thread this turn plays
+                    lt = R(nr)
+                    nr += 1
+                    items.append((AFTER, MInstr("ld", (lt,), (u,), {
+                        "space": "global", "size": 4, "sign": "u", "amode": "z", "base": GLOBAL_BASE,
+                        "off": plan.turns.lt_off}, ptx=ins.ptx)))
+                    u = lt
+                items += [
                     (
                         AFTER,
                         MInstr(
@@ -970,7 +1015,18 @@ def expand_with_launch(
     plan = plan_memory(prog, grid, block, dynamic_shared, gmem_words)
     # launch constants (ntid, nctaid ...) and other single-mov constants become immediates BEFORE
     # expanding, so the sequences see them (a multiply by ntid.x is a multiply by a constant)
-    p = propagate_constants(_launch_pass(prog, plan))
+    p, entry = _launch_pass(prog, plan)
+    p = propagate_constants(p)
+    if plan.turns is not None:  # barriers and exits taken in turns; the saved values below the rest
+        p, t = turns_pass(p, plan.turns, entry, plan.low)
+        low = t.save_base
+        plan = replace(plan, turns=t, low=low)
+        if low < 0:
+            raise MachineLimitError(
+                f"kernel {prog.name} needs {plan.gmem_words - low} words of global memory for shared, "
+                f"local and warp memory and its threads' turns ({plan.describe()}); the machine in the "
+                f"weights has {plan.gmem_words}"
+            )
     base = options or Options()
     opts = MemOptions(**{f: getattr(base, f) for f in base.__dataclass_fields__ if f != "plan"}, plan=plan)
     p = softcore.expand_for_weights(p, options=opts)

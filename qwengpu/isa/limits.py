@@ -19,7 +19,8 @@ class Limits:
 
     # threads per block a launch may have (CUDA's own limit); the machine holds 64 at once
     # (``resident_threads``): a larger block of a kernel without barriers runs as parts of whole
-    # warps one after another (codegen.softmem.block_parts); one with barriers must fit 64
+    # warps one after another (codegen.softmem.block_parts); one with barriers as one machine block
+    # whose threads take whole warps of it in turns (codegen.turns: a multiple of 32 threads)
     threads_per_block: int = 1024
     resident_threads: int = 64  # threads the machine holds at once (registers, scheduler state)
     blocks_per_launch: int = 65535  # one after another; 16-bit block latches in the weights
@@ -38,8 +39,8 @@ class Limits:
     def as_rows(self) -> list[tuple[str, int, str]]:
         """(name, value, unit) rows for printing."""
         units = {
-            "threads_per_block": "threads per block (more than 64: kernels without barriers, run in parts)",
-            "resident_threads": "threads the machine holds at once (the block limit with barriers)",
+            "threads_per_block": "threads per block (more than 64: run in parts, or with barriers in turns)",
+            "resident_threads": "threads the machine holds at once (a larger block: parts or turns)",
             "blocks_per_launch": "blocks per launch",
             "registers": "32-bit registers per thread (r0..r31) after allocation",
             "predicates": "1-bit predicates per thread (p0..p7; PT is the constant true)",

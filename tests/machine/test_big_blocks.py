@@ -73,8 +73,8 @@ PLAIN = 'extern "C" __global__ void plain(int* out) { out[threadIdx.x % 8] = 1; 
 @pytest.mark.parametrize(
     "src,kernel,block,grid,msg",
     [
-        (BARRED, "barred", 128, 1, r"128 threads per block and kernel barred waits at block barriers .* "
-                                   r"launch at most 64 threads per block"),
+        (BARRED, "barred", 112, 1, r"112 threads per block and its kernel waits at block barriers: .* "
+                                   r"needs a multiple of 32 threads"),
         (WARP, "w", 100, 1, r"100 threads per block and kernel w uses warp operations or shared memory: .* "
                             r"100 is not a multiple of 32"),
         (PLAIN, "plain", 1025, 1, r"1025 threads per block; the machine runs at most 1024"),
@@ -84,9 +84,9 @@ PLAIN = 'extern "C" __global__ void plain(int* out) { out[threadIdx.x % 8] = 1; 
     ids=["barrier", "warp-ops-ragged", "over-1024", "parts-over-65535-blocks"],
 )
 def test_what_cannot_run_in_parts_is_refused_by_name(tmp_path, src, kernel, block, grid, msg) -> None:
-    """A block barrier needs the whole block at once (64 threads at most); warp operations need
-    parts of whole warps; CUDA's 1,024 threads per block; and the machine's 65,535 blocks count
-    every part."""
+    """A block with barriers runs as whole warps taking turns (``codegen.turns``: a multiple of 32
+    threads); warp operations need parts of whole warps; CUDA's 1,024 threads per block; and the
+    machine's 65,535 blocks count every part."""
     with pytest.raises(MachineLimitError, match=msg):
         prepare(_spec(tmp_path, src, kernel, block, grid))
 

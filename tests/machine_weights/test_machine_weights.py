@@ -246,19 +246,29 @@ def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
         prepare(K / "tails.cu", shape=replace(shape_for(machine[1].config), gmem_words=1024))
 
 
-def test_a_padded_16x16_tile_runs_in_the_model(machine, monkeypatch):
+@pytest.mark.slow
+def test_a_padded_16x16_tile_runs_in_the_model(machine):
     """Shared memory up to 3/4 of the global words (from their top): the CUDA samples'
     conflict-free transpose at its classic 16x17 tile (272 words; the machine mapped at most 256
-    before) runs in the model, 2-D block of 16x4 threads; the result is the matrix's transpose."""
-    from dataclasses import replace
-
-    from qwengpu.isa import limits
+    before) runs in the model, 2-D block of 16x4 threads; the result is the matrix's transpose.
+    (Slow since the 128-thread turns test took its place in the default run: the same tile at
+    16 x 16 threads is ``tests/machine/test_turns.py``'s transpose, on sim.py.)"""
     from qwengpu.spec import load_spec
 
     run = run_machine(K / "tile_transpose.cu", model=machine[1], max_tokens=200_000)
     idata = np.array(load_spec(K / "tile_transpose.json").arg("idata").data).reshape(16, 16)
     assert run.passed and run.outputs["odata"].tolist() == idata.T.reshape(-1).tolist()
     assert run.stats["barriers"] == 1 and run.stats["addresses_checked"] > 0
+
+
+def test_a_padded_16x16_tile_fits_and_a_smaller_cap_refuses_it(monkeypatch):
+    """The 16x17 tile's 272 shared words fit the machine; with a cap of 256 words the launch is
+    refused, naming what it needs."""
+    from dataclasses import replace
+
+    from qwengpu.isa import limits
+
+    assert prepare(K / "tile_transpose.cu")[2]
     monkeypatch.setattr(limits, "LIMITS", replace(limits.LIMITS, shared_words=256))
     with pytest.raises(MachineLimitError, match="needs 272 words of shared memory per block"):
         prepare(K / "tile_transpose.cu")
@@ -381,6 +391,27 @@ def test_a_block_of_72_threads_runs_in_two_parts_in_the_model(machine):
     assert run.passed, run.mismatches
     _same(run.outputs, run_kernel(K / "big_blocks.cu", js).outputs)
     assert [t.a for t in P.read_all(run.trace) if t.kind == "BLOCK"] == [1, 2, 3]
+
+
+def test_a_block_with_barriers_of_128_threads_runs_in_the_model(machine):
+    """A block of 128 threads that waits at a barrier (issue 26): one machine block of 64 threads,
+    each taking two of the block's threads in turns (``codegen.turns``): 128 ints reversed through
+    shared memory; the values live across the barrier go to memory and come back. The output is
+    the spec's (Python) and the interpreter's; one machine block (no BLOCK token) and one machine
+    barrier. More launches in turns: ``tests/machine/test_turns.py`` (sim.py as the weights run
+    it) and, in the 2B model, the slow ``test_multiplier_2b.py -k turns``."""
+    from qwengpu.runtime.engine import launch_shape
+    from qwengpu.spec import load_spec
+
+    js = K / "turns_reverse.json"
+    _, _, prompt, _, _ = prepare(K / "turns.cu", js)
+    assert launch_shape(prompt, load_spec(js)) == (64, 1)
+    run = run_machine(K / "turns.cu", js, model=machine[1], max_tokens=100_000)
+    assert run.passed, run.mismatches
+    _same(run.outputs, run_kernel(K / "turns.cu", js).outputs)
+    assert run.outputs["out"].tolist() == load_spec(js).expected["out"].tolist()
+    assert run.stats["barriers"] == 1 and run.stats["blocks"] == 1
+    assert not [t for t in P.read_all(run.trace) if t.kind == "BLOCK"]
 
 
 def test_global_memory_past_one_page_runs_in_the_model(machine):

@@ -103,6 +103,26 @@ def test_blocks_of_more_than_64_threads_in_the_2b_model(machine_2b, name):
     assert run.stats["passes"] == run_weights(cu, js, options=NATIVE).stats["passes"]
 
 
+@pytest.mark.parametrize("name", ["tree256", "transpose", "warpsum", "tickets"])
+def test_blocks_with_barriers_in_turns_in_the_2b_model(machine_2b, name):
+    """Blocks of more than 64 threads that wait at barriers, the machine's threads taking the
+    block's in turns (``codegen/turns.py``; ``kernels/turns.cu``, expected values from Python in
+    the specs): 2 blocks of 256 threads summing through shared memory, the padded-tile transpose
+    in 16 x 16 blocks, 192 threads reducing by shuffles, 128 threads taking atomic tickets.
+    Outputs bit for bit the interpreter's; passes sim.py's."""
+    from qwengpu.runtime.engine import run_machine
+
+    cfg, model = machine_2b
+    cu = ROOT / "tests" / "machine_weights" / "kernels" / "turns.cu"
+    js = cu.with_name(f"turns_{name}.json")
+    run = run_machine(cu, js, model=model, config=cfg, max_tokens=400_000)
+    assert run.passed, run.mismatches
+    ref = run_kernel(cu, js)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    assert run.stats["passes"] == run_weights(cu, js, options=NATIVE).stats["passes"]
+
+
 def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
     """The negative control on this shape: one flipped MLP weight and the launch no longer gives
     the interpreter's outputs (a wrong value, or no result at all)."""

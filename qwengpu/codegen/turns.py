@@ -1,0 +1,279 @@
+"""Blocks of more than 64 threads that wait at block barriers: each machine thread takes V of the
+block's threads in turn.
+
+Why: the machine holds 64 threads at once (their registers and scheduler rows are its state). A
+block without barriers runs as parts, machine blocks one after another (``softmem.block_parts``);
+a block that waits at ``bar.sync`` cannot, since every thread must reach the barrier before any
+passes it. So a block of N = M * V threads (N a multiple of 32; M = 64, or 32 when N / 32 is odd)
+runs as ONE machine block of M threads, and machine thread t plays V *logical* threads, one after
+another between barriers:
+
+* logical warp ``j * V + k`` is machine warp j in turn k, so the logical thread of machine thread
+  t in turn k is ``((t >> 5) * V + k) << 5 | (t & 31)``. Its 4 x index (the address unit of every
+  per-thread word) is kept in a per-machine-thread word, ``LT4``; the kernel's ``tid`` and
+  ``warpid`` are read from it (``softmem._linear_index``), as are the addresses of its local
+  memory and its shuffle shadows (``softmem._thread4``).
+* a barrier becomes: store the registers and predicates live after it (exact liveness,
+  ``regalloc.liveness``) and the barrier's number to the logical thread's own words, then go to
+  the SWITCH; resuming there (the switch jumps to the barrier's RESUME code) loads them back. An
+  ``exit`` marks the logical thread done and goes to the switch.
+* the SWITCH (at the end of the program) moves to the next turn: a fresh thread starts at the
+  kernel's first instruction (registers it reads before writing zeroed: never-written registers
+  read 0), a waiting one resumes at its barrier, a done one is skipped. After the last turn the
+  machine thread waits at the machine's barrier (``bar``) and starts again at turn 0, or exits when
+  all its logical threads are done.
+
+Exactness (the same bits as the interpreter, atomics included): the interpreter runs the warps of
+a block round-robin, each until all its live lanes wait at a barrier or have exited, in warp
+order. Here machine warp 0 runs its turns 0..V-1 (logical warps 0..V-1) each until every lane has
+reached the switch, then machine warp 1 (logical warps V..2V-1), and so on: the same warps in the
+same order between the same barriers. The switch lies above every kernel instruction, so the
+machine's min-PC scheduling runs every lane still in turn k before any lane leaves it: lanes of
+a warp change turns together (the same reconvergence the interpreter's min-PC scheduler gives at
+the barrier). Within a turn the program is the kernel's own code in its own order.
+
+Cost: per barrier and logical thread, a store and a load per live value plus ~12 instructions of
+switch; memory: 3 words per machine thread and (1 + live values) words per logical thread
+(``Turns.words``), below the machine's other regions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from qwengpu.codegen.regalloc import liveness
+from qwengpu.codegen.softcore import Fresh, Seq
+from qwengpu.errors import MachineLimitError
+from qwengpu.isa.instr import PT, Imm, MInstr, P, R
+from qwengpu.isa.program import Program
+from qwengpu.simt.memory import GLOBAL_BASE
+
+WARP = 32
+DONE = 0xFFFFFFFF  # a logical thread's resume word once it exited (0: not started, i + 1: barrier i)
+STEP = 4 * WARP  # LT4 from one turn to the next (the next logical warp's thread)
+
+
+@dataclass(frozen=True)
+class Turns:
+    """Where a block taken in turns keeps its bookkeeping (gmem words)."""
+
+    v: int  # logical threads per machine thread (turns)
+    m: int  # machine threads per block (32 or 64)
+    base: int  # LT4[m], LIM4[m], ALIVE[m], then RESUME[n] (one per logical thread)
+    save_base: int = 0  # saved values: word s of logical thread u at save_base + s * n + u
+    save_words: int = 0  # values saved per logical thread (the most live at any barrier)
+
+    @property
+    def n(self) -> int:
+        """Logical threads per block."""
+        return self.m * self.v
+
+    @property
+    def fixed_words(self) -> int:
+        return 3 * self.m + self.n
+
+    @property
+    def lt_off(self) -> int:
+        return 4 * self.base
+
+    @property
+    def lim_off(self) -> int:
+        return 4 * (self.base + self.m)
+
+    @property
+    def alive_off(self) -> int:
+        return 4 * (self.base + 2 * self.m)
+
+    @property
+    def res_off(self) -> int:
+        return 4 * (self.base + 3 * self.m)
+
+    def save_off(self, s: int) -> int:
+        return 4 * (self.save_base + s * self.n)
+
+
+def split(nthreads: int) -> tuple[int, int]:
+    """(machine threads M, turns V) of a block of ``nthreads`` (> 64) that waits at barriers."""
+    if nthreads % WARP:
+        raise MachineLimitError(
+            f"the launch has {nthreads} threads per block and its kernel waits at block barriers: the "
+            f"machine holds 64 threads at once and runs a larger block as whole warps taking turns, "
+            f"so it needs a multiple of {WARP} threads"
+        )
+    w = nthreads // WARP
+    m = 2 if w % 2 == 0 else 1
+    return WARP * m, w // m
+
+
+def _ld(s: Seq, addr: R, off: int, d: R | None = None) -> R:
+    m = {"size": 4, "sign": "u", "space": "global", "amode": "z", "base": GLOBAL_BASE, "off": off}
+    if d is None:
+        return s.op("ld", addr, **m)
+    return s.into(d, "ld", addr, **m)
+
+
+def _st(s: Seq, addr: R, off: int, val: R | Imm) -> None:
+    s.emit("st", (), (addr, val), size=4, space="global", amode="z", base=GLOBAL_BASE, off=off)
+
+
+def machine4(s: Seq) -> R:
+    """4 x the machine's thread index."""
+    return s.op("shl", s.op("s2r", sr="tid.x"), Imm(2))
+
+
+def logical4(s: Seq, t: Turns) -> R:
+    """4 x the logical thread index (the thread the machine thread plays in this turn)."""
+    return _ld(s, machine4(s), t.lt_off)
+
+
+def first4(s: Seq, t: Turns) -> R:
+    """4 x the logical thread index of turn 0 (then + 128 per turn)."""
+    tid = s.op("s2r", sr="tid.x")
+    hi = s.op("shr", tid, Imm(5))
+    hi = s.op("shl", hi, Imm(t.v.bit_length() - 1)) if t.v & (t.v - 1) == 0 else s.op("mul", hi, Imm(t.v))
+    b = s.op("or", s.op("shl", hi, Imm(5)), s.op("and", tid, Imm(WARP - 1)))
+    return s.op("shl", b, Imm(2))
+
+
+def _bits(x: int) -> list[int]:
+    return [i for i in range(x.bit_length()) if (x >> i) & 1]
+
+
+def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, Turns]:
+    """The program with barriers and exits taken in turns (module docstring). ``entry``: the pc of
+    the kernel's first instruction (after the launch prologue, which runs once per machine
+    thread); ``low``: the lowest gmem word of the machine's regions so far (the saved values go
+    below it). Works on virtual registers, before expansion. Returns the program and ``t`` with
+    the saved values placed (``save_base`` may be negative: the caller refuses the launch)."""
+    code = prog.code
+    if any(x.op in ("call", "ret") for x in code):  # (routines come later, in the expansion)
+        raise ValueError("turns_pass runs before routines exist")
+    li_r, lo_r = liveness(code, R)
+    li_p, lo_p = liveness(code, P)
+    bars = [pc for pc, x in enumerate(code) if x.op == "bar" and pc >= entry]
+    saved = {pc: (_bits(lo_r[pc]), [b for b in _bits(lo_p[pc]) if b != PT]) for pc in bars}
+    nsave = max((len(r) + len(p) for r, p in saved.values()), default=0)
+    t = replace(t, save_words=nsave, save_base=low - nsave * t.n)
+    fr = Fresh(prog)
+    labels: dict[str, int] = {}  # name -> new pc
+    fix: list[tuple[int, str]] = []  # (new pc of a bra, label name)
+    new: list[MInstr] = []
+    old2new = [0] * (len(code) + 1)
+
+    def add(seq: Seq, ptx: int = -1) -> None:
+        for ins in seq.code:
+            new.append(replace(ins, ptx=ptx))
+
+    def bra(name: str, guard: P | None = None) -> None:
+        fix.append((len(new), name))
+        new.append(MInstr("bra", guard=guard, target=-1))
+
+    for pc, ins in enumerate(code):
+        if pc == entry:  # the prologue's branch lands here: every machine thread sets its turns up
+            old2new[pc] = len(new)
+            s = Seq(fr)
+            a = machine4(s)
+            b4 = first4(s, t)
+            for k in range(t.v):
+                _st(s, b4, t.res_off + STEP * k, Imm(0))
+            _st(s, a, t.lim_off, s.op("add", b4, Imm(STEP * t.v)))
+            _st(s, a, t.lt_off, s.op("sub", b4, Imm(STEP)))
+            _st(s, a, t.alive_off, Imm(t.v))
+            add(s)
+            bra("switch")
+            labels["entry"] = len(new)
+        else:
+            old2new[pc] = len(new)
+        if pc < entry:  # the launch prologue (its branch to the kernel now runs the set-up)
+            new.append(replace(ins, m=dict(ins.m)))
+            if ins.target is not None:
+                fix.append((len(new) - 1, f"old{ins.target}"))
+            continue
+        if ins.op == "bar":
+            regs, preds = saved[pc]
+            i = bars.index(pc)
+            if ins.guard is not None and ins.guard.n != PT:  # lanes whose guard is false pass it
+                bra(f"after{pc}", ins.guard.inv())
+            s = Seq(fr)
+            lt = logical4(s, t)
+            _st(s, lt, t.res_off, Imm(i + 1))
+            for k, r in enumerate(regs):
+                _st(s, lt, t.save_off(k), R(r))
+            for k, p in enumerate(preds):
+                _st(s, lt, t.save_off(len(regs) + k), s.sel(Imm(1), Imm(0), P(p)))
+            add(s, ins.ptx)
+            bra("switch")
+            labels[f"resume{i}"] = len(new)
+            s = Seq(fr)
+            lt = logical4(s, t)
+            for k, r in enumerate(regs):
+                _ld(s, lt, t.save_off(k), R(r))
+            for k, p in enumerate(preds):
+                s.setp_into(P(p), "ne", _ld(s, lt, t.save_off(len(regs) + k)), Imm(0))
+            add(s, ins.ptx)
+            labels[f"after{pc}"] = len(new)
+        elif ins.op == "exit":
+            if ins.guard is not None and ins.guard.n != PT:
+                bra(f"after{pc}", ins.guard.inv())
+            s = Seq(fr)
+            a = machine4(s)
+            lt = _ld(s, a, t.lt_off)
+            _st(s, lt, t.res_off, Imm(DONE))
+            _st(s, a, t.alive_off, s.op("sub", _ld(s, a, t.alive_off), Imm(1)))
+            add(s, ins.ptx)
+            bra("switch")
+            labels[f"after{pc}"] = len(new)
+        elif ins.op == "s2r" and ins.mod("sr") == "warpid":  # the kernel's warp: the logical one
+            s = Seq(fr)
+            s.into(ins.d[0], "shr", logical4(s, t), Imm(7), guard=ins.guard)
+            add(s, ins.ptx)
+        else:
+            new.append(replace(ins, m=dict(ins.m)))
+            if ins.target is not None:
+                fix.append((len(new) - 1, "entry" if (ins.target == entry) else f"old{ins.target}"))
+    old2new[len(code)] = len(new)
+    # the switch: the next turn (a fresh thread, a barrier's resume, a done thread skipped)
+    labels["switch"] = len(new)
+    s = Seq(fr)
+    a = machine4(s)
+    lt = s.op("add", _ld(s, a, t.lt_off), Imm(STEP))
+    _st(s, a, t.lt_off, lt)
+    last = s.setp("ge", lt, _ld(s, a, t.lim_off))
+    add(s)
+    bra("phase", last)
+    s = Seq(fr)
+    res = _ld(s, lt, t.res_off)
+    p0 = s.setp("eq", res, Imm(0))
+    add(s)
+    bra("fresh", p0)
+    for i in range(len(bars)):
+        s = Seq(fr)
+        pi = s.setp("eq", res, Imm(i + 1))
+        add(s)
+        bra(f"resume{i}", pi)
+    bra("switch")  # done: the next turn
+    # a fresh logical thread: what the kernel reads before writing reads 0, as in the interpreter
+    labels["fresh"] = len(new)
+    s = Seq(fr)
+    for r in _bits(li_r[entry]):
+        s.emit("mov", (R(r),), (Imm(0),))
+    for p in _bits(li_p[entry]):
+        if p != PT:
+            s.setp_into(P(p), "ne", Imm(0), Imm(0))
+    add(s)
+    bra("entry")
+    # every turn has run up to a barrier or its exit: the machine's barrier, then turn 0 again
+    labels["phase"] = len(new)
+    s = Seq(fr)
+    a2 = machine4(s)
+    none = s.setp("eq", _ld(s, a2, t.alive_off), Imm(0))
+    s.emit("exit", guard=none)
+    _st(s, a2, t.lt_off, s.op("sub", _ld(s, a2, t.lim_off), Imm(STEP * (t.v + 1))))
+    s.emit("bar")
+    add(s)
+    bra("switch")
+    for at, name in fix:
+        tgt = old2new[int(name[3:])] if name.startswith("old") else labels[name]
+        new[at] = replace(new[at], target=tgt)
+    ranges = [(old2new[x], old2new[y]) for x, y in prog.ptx_ranges]
+    return replace(prog, code=new, nregs=fr.nr, npreds=fr.np, ptx_ranges=ranges), t
