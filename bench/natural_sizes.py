@@ -10,7 +10,8 @@ interpreter here): a float vector add over 8,192 elements in 32 blocks of 256 th
 256-thread block summing 4,000 ints through shared memory (a tree with ``__syncthreads``); a 64 x 48
 float transpose in 16 x 16 blocks through a padded 16 x 17 shared tile. Columns: threads per block
 and whether the kernel waits at block barriers (the machine holds 64 threads at once: a larger block
-runs in parts one after another, which a barrier cannot join), the global-memory words the launch's
+runs in parts one after another, or with barriers as one machine block whose threads take its warps
+in turns, their live values kept in global memory), the global-memory words the launch's
 buffers take (guards included) and the shared words per block, each against the machine's, and the
 refusal ``qwengpu run`` prints (the first limit the lowering meets).
 """
