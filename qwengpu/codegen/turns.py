@@ -139,6 +139,105 @@ def _bits(x: int) -> list[int]:
     return [i for i in range(x.bit_length()) if (x >> i) & 1]
 
 
+#: integer ops a value may be recomputed with after a barrier instead of saved
+_ALU = frozenset({"mov", "add", "sub", "shl", "shr", "and", "or", "xor", "not"})
+_SPECIALS = frozenset({"tid.x", "ctaid.x", "laneid"})  # the machine's: the same in every turn
+REMAT_MAX = 6  # instructions at most in one value's chain (copies not counted)
+
+
+def _recipes(code: list[MInstr], t: Turns, live_in: int) -> dict[int, list[MInstr]]:
+    """{register: the instructions that recompute it} for registers defined once, unguarded, by a
+    short chain of integer ops over constants, the machine's special registers, parameter-bank
+    words and the turn's own thread word (``LT4``): their value is the same wherever they are
+    live, in every turn of the same logical thread, so after a barrier they are recomputed
+    instead of saved (the thread index, parameters, addresses derived from them)."""
+    defs: dict[int, list[MInstr]] = {}
+    for ins in code:
+        for d in ins.d:
+            if isinstance(d, R):
+                defs.setdefault(d.n, []).append(ins)
+    out: dict[int, list[MInstr] | None] = {}
+
+    def leaf(ins: MInstr) -> bool:
+        if ins.op == "s2r":
+            return ins.mod("sr") in _SPECIALS
+        if ins.op != "ld":
+            return False
+        if ins.mod("space") == "param":
+            return all(isinstance(x, Imm) for x in ins.s)
+        return ins.mod("space") == "global" and ins.mod("base") == GLOBAL_BASE and ins.mod("off") == t.lt_off
+
+    def recipe(r: int, depth: int) -> list[MInstr] | None:
+        if r in out:
+            return out[r]
+        out[r] = None  # (a cycle: not recomputable)
+        ds = defs.get(r, [])
+        if len(ds) != 1 or (live_in >> r) & 1 or depth > REMAT_MAX:
+            return None
+        ins = ds[0]
+        if ins.guard is not None or len(ins.d) != 1 or any(isinstance(x, P) for x in ins.s):
+            return None
+        if not (ins.op in _ALU or leaf(ins)):
+            return None
+        if ins.op == "mov" and isinstance(ins.s[0], R):  # a copy: the source's chain, into r
+            sub = recipe(ins.s[0].n, depth)
+            if sub is None:
+                return None
+            out[r] = sub[:-1] + [replace(sub[-1], d=(R(r),))]
+            return out[r]
+        chain: list[MInstr] = []
+        for x in ins.s:
+            if isinstance(x, R):
+                sub = recipe(x.n, depth + 1)
+                if sub is None:
+                    return None
+                chain += [c for c in sub if c not in chain]
+        chain.append(ins)
+        if len(chain) > REMAT_MAX:
+            return None
+        out[r] = chain
+        return chain
+
+    res: dict[int, list[MInstr]] = {}
+    for r in defs:
+        c = recipe(r, 0)
+        if c is not None:
+            res[r] = c
+    return res
+
+
+def _recompute(s: Seq, fr: Fresh, regs: list[int], remat: dict[int, list[MInstr]], t: Turns,
+               lt: R) -> None:
+    """Recompute ``regs`` (each into itself) from their chains, sharing what the chains share;
+    the turn's thread word is ``lt``, already loaded."""
+    have: dict[int, R] = {}
+    want = set(regs)
+
+    def value(c: MInstr, dst: int) -> None:
+        if c.op == "ld" and c.mod("space") == "global":  # the turn's thread word (LT4)
+            have[dst] = lt
+            return
+        src = []
+        for x in c.s:
+            if isinstance(x, R):
+                if x.n not in have:
+                    value(next(i for i in chain if i.d[0].n == x.n), x.n)
+                src.append(have[x.n])
+            else:
+                src.append(x)
+        d = R(dst) if dst in want else fr.r()
+        s.emit(c.op, (d,), tuple(src), None, **dict(c.m))
+        have[dst] = d
+
+    for r in regs:
+        chain = remat[r]
+        if r not in have:
+            value(chain[-1], r)
+        elif have[r] != R(r):
+            s.emit("mov", (R(r),), (have[r],))
+            have[r] = R(r)
+
+
 def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, Turns]:
     """The program with barriers and exits taken in turns (module docstring). ``entry``: the pc of
     the kernel's first instruction (after the launch prologue, which runs once per machine
@@ -151,7 +250,10 @@ def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, 
     li_r, lo_r = liveness(code, R)
     li_p, lo_p = liveness(code, P)
     bars = [pc for pc, x in enumerate(code) if x.op == "bar" and pc >= entry]
-    saved = {pc: (_bits(lo_r[pc]), [b for b in _bits(lo_p[pc]) if b != PT]) for pc in bars}
+    remat = _recipes(code, t, li_r[entry])
+    saved = {pc: ([r for r in _bits(lo_r[pc]) if r not in remat], [b for b in _bits(lo_p[pc]) if b != PT])
+             for pc in bars}
+    again = {pc: [r for r in _bits(lo_r[pc]) if r in remat] for pc in bars}
     nsave = max((len(r) + len(p) for r, p in saved.values()), default=0)
     t = replace(t, save_words=nsave, save_base=low - nsave * t.n)
     fr = Fresh(prog)
@@ -210,6 +312,7 @@ def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, 
                 _ld(s, lt, t.save_off(k), R(r))
             for k, p in enumerate(preds):
                 s.setp_into(P(p), "ne", _ld(s, lt, t.save_off(len(regs) + k)), Imm(0))
+            _recompute(s, fr, again[pc], remat, t, lt)
             add(s, ins.ptx)
             labels[f"after{pc}"] = len(new)
         elif ins.op == "exit":

@@ -74,14 +74,26 @@ def _spec(tmp_path: Path, src: str, block: int, words: int = 8) -> Path:
 
 
 LIVE = ('extern "C" __global__ void k(int* out) {\n  __shared__ int s[1024];\n  int t = threadIdx.x;\n'
-        '  int a = t * 3, b = t ^ 5, c = t + 7, d = t * t, e = t - 9, f = t | 64;\n'
+        '  int a = out[t & 7], b = out[(t + 1) & 7], c = out[(t + 2) & 7], d = out[(t + 3) & 7];\n'
         '  s[t] = t;\n  __syncthreads();\n'
-        '  out[t % 8] = s[1023 - t] + a + b + c + d + e + f;\n}\n')
+        '  out[t & 7] = s[1023 - t] + a * b + c * d;\n}\n')
 
 
 def test_what_the_turns_cannot_hold_is_refused_by_name(tmp_path) -> None:
-    """The values live across a barrier are kept per thread in global memory: 1,024 threads with
-    seven live values do not fit the 2B machine's 4,096 words beside 1,024 words of shared memory,
+    """The values live across a barrier are kept per thread in global memory (those loaded from
+    memory: the thread index and what derives from it are recomputed): 1,024 threads with four
+    loaded values live do not fit the 2B machine's 4,096 words beside 1,024 words of shared memory,
     and the refusal names the regions."""
     with pytest.raises(MachineLimitError, match=r"values saved at barriers \d+ words"):
         prepare(_spec(tmp_path, LIVE, 1024))
+
+
+def test_values_that_can_be_recomputed_are_not_saved() -> None:
+    """In the tree sum four values are live across its barriers: the thread index, 4 x it (the
+    shared address), the output pointer (a parameter) and the loop counter. Only the counter is
+    saved (one word per thread of the 256); the others are recomputed after the barrier from the
+    turn's thread word and the parameter bank, and the result is still the interpreter's."""
+    js = K / "turns_tree256.json"
+    run = run_weights(CU, js)
+    assert "values saved at barriers 256 words" in run.stats["plan"], run.stats["plan"]
+    assert run.outputs["out"].tolist() == run_kernel(CU, js).outputs["out"].tolist()
