@@ -238,6 +238,124 @@ def _recompute(s: Seq, fr: Fresh, regs: list[int], remat: dict[int, list[MInstr]
             have[r] = R(r)
 
 
+class _Builder:
+    """The new code of :func:`turns_pass`: instructions, branches to named labels, label pcs."""
+
+    def __init__(self, prog: Program, t: Turns) -> None:
+        self.t = t
+        self.fr = Fresh(prog)
+        self.code: list[MInstr] = []
+        self.labels: dict[str, int] = {}  # name -> new pc
+        self.fix: list[tuple[int, str]] = []  # (new pc of a branch, label name)
+
+    def add(self, s: Seq, ptx: int = -1) -> None:
+        self.code += [replace(ins, ptx=ptx) for ins in s.code]
+
+    def bra(self, name: str, guard: P | None = None) -> None:
+        self.fix.append((len(self.code), name))
+        self.code.append(MInstr("bra", guard=guard, target=-1))
+
+    def place(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def copy(self, ins: MInstr, target: str | None) -> None:
+        self.code.append(replace(ins, m=dict(ins.m)))
+        if target is not None:
+            self.fix.append((len(self.code) - 1, target))
+
+    def setup(self) -> None:
+        """Every machine thread: its logical threads not started, turn -1, all alive."""
+        t, s = self.t, Seq(self.fr)
+        a, b4 = machine4(s), first4(s, self.t)
+        for k in range(t.v):
+            _st(s, b4, t.res_off + STEP * k, Imm(0))
+        _st(s, a, t.lim_off, s.op("add", b4, Imm(STEP * t.v)))
+        _st(s, a, t.lt_off, s.op("sub", b4, Imm(STEP)))
+        _st(s, a, t.alive_off, Imm(t.v))
+        self.add(s)
+        self.bra("switch")
+
+    def barrier(self, pc: int, ins: MInstr, i: int, regs: list[int], preds: list[int], again: list[int],
+                remat: dict[int, list[MInstr]]) -> None:
+        """Barrier ``i``: save, to the switch; its resume code: restore and recompute."""
+        t = self.t
+        if ins.guard is not None and ins.guard.n != PT:  # lanes whose guard is false pass it
+            self.bra(f"after{pc}", ins.guard.inv())
+        s = Seq(self.fr)
+        lt = logical4(s, t)
+        _st(s, lt, t.res_off, Imm(i + 1))
+        for k, r in enumerate(regs):
+            _st(s, lt, t.save_off(k), R(r))
+        for k, p in enumerate(preds):
+            _st(s, lt, t.save_off(len(regs) + k), s.sel(Imm(1), Imm(0), P(p)))
+        self.add(s, ins.ptx)
+        self.bra("switch")
+        self.place(f"resume{i}")
+        s = Seq(self.fr)
+        lt = logical4(s, t)
+        for k, r in enumerate(regs):
+            _ld(s, lt, t.save_off(k), R(r))
+        for k, p in enumerate(preds):
+            s.setp_into(P(p), "ne", _ld(s, lt, t.save_off(len(regs) + k)), Imm(0))
+        _recompute(s, self.fr, again, remat, t, lt)
+        self.add(s, ins.ptx)
+        self.place(f"after{pc}")
+
+    def exit(self, pc: int, ins: MInstr) -> None:
+        """The logical thread is done: marked, one fewer alive, to the switch."""
+        t = self.t
+        if ins.guard is not None and ins.guard.n != PT:
+            self.bra(f"after{pc}", ins.guard.inv())
+        s = Seq(self.fr)
+        a = machine4(s)
+        _st(s, _ld(s, a, t.lt_off), t.res_off, Imm(DONE))
+        _st(s, a, t.alive_off, s.op("sub", _ld(s, a, t.alive_off), Imm(1)))
+        self.add(s, ins.ptx)
+        self.bra("switch")
+        self.place(f"after{pc}")
+
+    def switch(self, nbars: int, fresh_r: list[int], fresh_p: list[int]) -> None:
+        """The next turn: a fresh thread (``fresh_r``/``fresh_p``, what it reads before writing,
+        zeroed), a barrier's resume, or a done thread skipped; after the last turn the machine's
+        barrier and turn 0 again, or the exit when every logical thread is done."""
+        t = self.t
+        self.place("switch")
+        s = Seq(self.fr)
+        a = machine4(s)
+        lt = s.op("add", _ld(s, a, t.lt_off), Imm(STEP))
+        _st(s, a, t.lt_off, lt)
+        last = s.setp("ge", lt, _ld(s, a, t.lim_off))
+        self.add(s)
+        self.bra("phase", last)
+        s = Seq(self.fr)
+        res = _ld(s, lt, t.res_off)
+        p0 = s.setp("eq", res, Imm(0))
+        self.add(s)
+        self.bra("fresh", p0)
+        for i in range(nbars):
+            s = Seq(self.fr)
+            pi = s.setp("eq", res, Imm(i + 1))
+            self.add(s)
+            self.bra(f"resume{i}", pi)
+        self.bra("switch")  # done: the next turn
+        self.place("fresh")
+        s = Seq(self.fr)
+        for r in fresh_r:
+            s.emit("mov", (R(r),), (Imm(0),))
+        for p in fresh_p:
+            s.setp_into(P(p), "ne", Imm(0), Imm(0))
+        self.add(s)
+        self.bra("entry")
+        self.place("phase")
+        s = Seq(self.fr)
+        a2 = machine4(s)
+        s.emit("exit", guard=s.setp("eq", _ld(s, a2, t.alive_off), Imm(0)))
+        _st(s, a2, t.lt_off, s.op("sub", _ld(s, a2, t.lim_off), Imm(STEP * (t.v + 1))))
+        s.emit("bar")
+        self.add(s)
+        self.bra("switch")
+
+
 def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, Turns]:
     """The program with barriers and exits taken in turns (module docstring). ``entry``: the pc of
     the kernel's first instruction (after the launch prologue, which runs once per machine
@@ -253,130 +371,34 @@ def turns_pass(prog: Program, t: Turns, entry: int, low: int) -> tuple[Program, 
     remat = _recipes(code, t, li_r[entry])
     saved = {pc: ([r for r in _bits(lo_r[pc]) if r not in remat], [b for b in _bits(lo_p[pc]) if b != PT])
              for pc in bars}
-    again = {pc: [r for r in _bits(lo_r[pc]) if r in remat] for pc in bars}
     nsave = max((len(r) + len(p) for r, p in saved.values()), default=0)
     t = replace(t, save_words=nsave, save_base=low - nsave * t.n)
-    fr = Fresh(prog)
-    labels: dict[str, int] = {}  # name -> new pc
-    fix: list[tuple[int, str]] = []  # (new pc of a bra, label name)
-    new: list[MInstr] = []
+    b = _Builder(prog, t)
     old2new = [0] * (len(code) + 1)
-
-    def add(seq: Seq, ptx: int = -1) -> None:
-        for ins in seq.code:
-            new.append(replace(ins, ptx=ptx))
-
-    def bra(name: str, guard: P | None = None) -> None:
-        fix.append((len(new), name))
-        new.append(MInstr("bra", guard=guard, target=-1))
-
     for pc, ins in enumerate(code):
+        old2new[pc] = len(b.code)
         if pc == entry:  # the prologue's branch lands here: every machine thread sets its turns up
-            old2new[pc] = len(new)
-            s = Seq(fr)
-            a = machine4(s)
-            b4 = first4(s, t)
-            for k in range(t.v):
-                _st(s, b4, t.res_off + STEP * k, Imm(0))
-            _st(s, a, t.lim_off, s.op("add", b4, Imm(STEP * t.v)))
-            _st(s, a, t.lt_off, s.op("sub", b4, Imm(STEP)))
-            _st(s, a, t.alive_off, Imm(t.v))
-            add(s)
-            bra("switch")
-            labels["entry"] = len(new)
-        else:
-            old2new[pc] = len(new)
+            b.setup()
+            b.place("entry")
         if pc < entry:  # the launch prologue (its branch to the kernel now runs the set-up)
-            new.append(replace(ins, m=dict(ins.m)))
-            if ins.target is not None:
-                fix.append((len(new) - 1, f"old{ins.target}"))
-            continue
-        if ins.op == "bar":
-            regs, preds = saved[pc]
-            i = bars.index(pc)
-            if ins.guard is not None and ins.guard.n != PT:  # lanes whose guard is false pass it
-                bra(f"after{pc}", ins.guard.inv())
-            s = Seq(fr)
-            lt = logical4(s, t)
-            _st(s, lt, t.res_off, Imm(i + 1))
-            for k, r in enumerate(regs):
-                _st(s, lt, t.save_off(k), R(r))
-            for k, p in enumerate(preds):
-                _st(s, lt, t.save_off(len(regs) + k), s.sel(Imm(1), Imm(0), P(p)))
-            add(s, ins.ptx)
-            bra("switch")
-            labels[f"resume{i}"] = len(new)
-            s = Seq(fr)
-            lt = logical4(s, t)
-            for k, r in enumerate(regs):
-                _ld(s, lt, t.save_off(k), R(r))
-            for k, p in enumerate(preds):
-                s.setp_into(P(p), "ne", _ld(s, lt, t.save_off(len(regs) + k)), Imm(0))
-            _recompute(s, fr, again[pc], remat, t, lt)
-            add(s, ins.ptx)
-            labels[f"after{pc}"] = len(new)
+            b.copy(ins, None if ins.target is None else f"old{ins.target}")
+        elif ins.op == "bar":
+            again = [r for r in _bits(lo_r[pc]) if r in remat]
+            b.barrier(pc, ins, bars.index(pc), *saved[pc], again, remat)
         elif ins.op == "exit":
-            if ins.guard is not None and ins.guard.n != PT:
-                bra(f"after{pc}", ins.guard.inv())
-            s = Seq(fr)
-            a = machine4(s)
-            lt = _ld(s, a, t.lt_off)
-            _st(s, lt, t.res_off, Imm(DONE))
-            _st(s, a, t.alive_off, s.op("sub", _ld(s, a, t.alive_off), Imm(1)))
-            add(s, ins.ptx)
-            bra("switch")
-            labels[f"after{pc}"] = len(new)
+            b.exit(pc, ins)
         elif ins.op == "s2r" and ins.mod("sr") == "warpid":  # the kernel's warp: the logical one
-            s = Seq(fr)
+            s = Seq(b.fr)
             s.into(ins.d[0], "shr", logical4(s, t), Imm(7), guard=ins.guard)
-            add(s, ins.ptx)
+            b.add(s, ins.ptx)
         else:
-            new.append(replace(ins, m=dict(ins.m)))
-            if ins.target is not None:
-                fix.append((len(new) - 1, "entry" if (ins.target == entry) else f"old{ins.target}"))
-    old2new[len(code)] = len(new)
-    # the switch: the next turn (a fresh thread, a barrier's resume, a done thread skipped)
-    labels["switch"] = len(new)
-    s = Seq(fr)
-    a = machine4(s)
-    lt = s.op("add", _ld(s, a, t.lt_off), Imm(STEP))
-    _st(s, a, t.lt_off, lt)
-    last = s.setp("ge", lt, _ld(s, a, t.lim_off))
-    add(s)
-    bra("phase", last)
-    s = Seq(fr)
-    res = _ld(s, lt, t.res_off)
-    p0 = s.setp("eq", res, Imm(0))
-    add(s)
-    bra("fresh", p0)
-    for i in range(len(bars)):
-        s = Seq(fr)
-        pi = s.setp("eq", res, Imm(i + 1))
-        add(s)
-        bra(f"resume{i}", pi)
-    bra("switch")  # done: the next turn
-    # a fresh logical thread: what the kernel reads before writing reads 0, as in the interpreter
-    labels["fresh"] = len(new)
-    s = Seq(fr)
-    for r in _bits(li_r[entry]):
-        s.emit("mov", (R(r),), (Imm(0),))
-    for p in _bits(li_p[entry]):
-        if p != PT:
-            s.setp_into(P(p), "ne", Imm(0), Imm(0))
-    add(s)
-    bra("entry")
-    # every turn has run up to a barrier or its exit: the machine's barrier, then turn 0 again
-    labels["phase"] = len(new)
-    s = Seq(fr)
-    a2 = machine4(s)
-    none = s.setp("eq", _ld(s, a2, t.alive_off), Imm(0))
-    s.emit("exit", guard=none)
-    _st(s, a2, t.lt_off, s.op("sub", _ld(s, a2, t.lim_off), Imm(STEP * (t.v + 1))))
-    s.emit("bar")
-    add(s)
-    bra("switch")
-    for at, name in fix:
-        tgt = old2new[int(name[3:])] if name.startswith("old") else labels[name]
+            tgt = None if ins.target is None else "entry" if ins.target == entry else f"old{ins.target}"
+            b.copy(ins, tgt)
+    old2new[len(code)] = len(b.code)
+    b.switch(len(bars), _bits(li_r[entry]), [p for p in _bits(li_p[entry]) if p != PT])
+    new = b.code
+    for at, name in b.fix:
+        tgt = old2new[int(name[3:])] if name.startswith("old") else b.labels[name]
         new[at] = replace(new[at], target=tgt)
     ranges = [(old2new[x], old2new[y]) for x, y in prog.ptx_ranges]
-    return replace(prog, code=new, nregs=fr.nr, npreds=fr.np, ptx_ranges=ranges), t
+    return replace(prog, code=new, nregs=b.fr.nr, npreds=b.fr.np, ptx_ranges=ranges), t
