@@ -1,9 +1,11 @@
 """Issue 26's natural-size launches against the machine in the weights: what each needs, what the
-machine has, and the machine's own refusal; with ``--run``, the largest vector add of 256-thread
-blocks that fits today's memory (1,280 elements, 5 blocks), run inside the 2B-shape model.
+machine has, and the machine's own refusal; with ``--run``, the three kernels at the largest sizes
+today's memory allows (``fitting_specs``: a 1,280-element vector add in 5 blocks of 256 threads, a
+256-thread block summing 3,000 ints, a 32 x 48 transpose in 16 x 16 blocks), inside the 2B model.
 
     python bench/natural_sizes.py                 # the table (seconds; no model)
-    python bench/natural_sizes.py --run --json    # and the fitting launch in the model (~2 min)
+    python bench/natural_sizes.py --run --json    # and the fitting launches in the model (minutes)
+    python bench/natural_sizes.py --run --only sum   # one of them
 
 The three launches (``bench/natural/``; expected values from NumPy in their specs, checked on the
 interpreter here): a float vector add over 8,192 elements in 32 blocks of 256 threads; one
@@ -64,18 +66,19 @@ def needs(name: str, shape) -> dict:
     }
 
 
-#: the vector add's size that fits the 2B machine's 4,096 words (three buffers and their guards)
+#: the sizes of the three launches that fit the 2B machine's 4,096 words: the vector add's 1,280
+#: elements in 5 blocks of 256 threads (three buffers and their guards); the block sum's 3,000 ints
+#: (one 256-thread block; its turns keep 448 + 256 words beside 256 of shared memory); the transpose
+#: of a 32 x 48 matrix in 2 x 3 blocks of 16 x 16 threads
 FIT_ELEMENTS, FIT_BLOCKS = 1280, 5
+FIT_SUM = 3000
+FIT_W, FIT_H = 32, 48
 
 
-def run_fitting(model, cfg) -> dict:
-    """The 8,192-element vector add's kernel at the size memory allows: 1,280 elements in 5 blocks
-    of 256 threads (20 machine parts of 64), inside the model; outputs against NumPy's."""
-    import tempfile
-
-    from qwengpu.runtime.engine import launch_shape, prepare, run_machine
-    from qwengpu.spec import load_spec
-
+def fitting_specs() -> dict[str, tuple[str, dict, dict[str, list[int]]]]:
+    """{name: (kernel file stem, spec, expected output bits)} of the launches at the fitting sizes;
+    expected values from NumPy."""
+    out = {}
     spec = json.loads((NATURAL / "vadd_8192.json").read_text())
     n = FIT_ELEMENTS
     a, b = (np.array(x["data"][:n], dtype=np.float32) for x in spec["args"][:2])
@@ -83,32 +86,65 @@ def run_fitting(model, cfg) -> dict:
     spec["args"][0]["data"], spec["args"][1]["data"] = a.tolist(), b.tolist()
     spec["args"][2]["size"], spec["args"][3]["value"] = n, n
     spec["expected"] = {"c": (a + b).tolist()}
-    with tempfile.TemporaryDirectory() as tmp:
-        js = Path(tmp) / f"vadd_{n}.json"
-        js.write_text(json.dumps(spec))
-        cu = NATURAL / "vadd_8192.cu"
-        prompt = prepare(cu, js)[2]
-        threads, parts = launch_shape(prompt, load_spec(js))
-        t0 = time.perf_counter()
-        run = run_machine(cu, js, model=model, config=cfg, max_tokens=200_000)
-        secs = time.perf_counter() - t0
-    got = np.asarray(run.outputs["c"], dtype=np.float32)
-    return {
-        "launch": f"vadd {n:,} elements, {FIT_BLOCKS} blocks of 256 threads",
-        "machine_parts": f"{parts} parts of {threads} threads",
-        "exact": bool(run.passed and got.view(np.uint32).tolist() == (a + b).view(np.uint32).tolist()),
-        "tokens": run.stats["tokens"],
-        "prompt_tokens": run.stats["prompt_tokens"],
-        "warp_instructions": run.stats["warp_instructions"],
-        "seconds": round(secs, 1),
-        "tokens_per_second": round(run.stats["tokens"] / secs, 1),
-    }
+    out[f"vadd {n:,} elements, {FIT_BLOCKS} blocks of 256 threads"] = (
+        "vadd_8192", spec, {"c": (a + b).view(np.uint32).tolist()})
+    spec = json.loads((NATURAL / "block_sum_4000.json").read_text())
+    x = np.array(spec["args"][0]["data"][:FIT_SUM], dtype=np.int64)
+    spec["args"][0]["data"], spec["args"][1]["value"] = x.tolist(), FIT_SUM
+    spec["expected"] = {"out": [int(x.sum())]}
+    out[f"block sum of {FIT_SUM:,} ints, one block of 256 threads"] = (
+        "block_sum_4000", spec, {"out": [int(x.sum()) & 0xFFFFFFFF]})
+    spec = json.loads((NATURAL / "transpose_64x48.json").read_text())
+    m = np.array(spec["args"][0]["data"], dtype=np.float32)[: FIT_W * FIT_H].reshape(FIT_H, FIT_W)
+    spec.update(grid=[FIT_W // 16, FIT_H // 16, 1])
+    spec["args"][0]["data"], spec["args"][1]["size"] = m.reshape(-1).tolist(), FIT_W * FIT_H
+    spec["args"][2]["value"], spec["args"][3]["value"] = FIT_W, FIT_H
+    spec["expected"] = {"out": m.T.reshape(-1).tolist()}
+    out[f"{FIT_W} x {FIT_H} transpose, {FIT_W // 16} x {FIT_H // 16} blocks of 16 x 16 threads"] = (
+        "transpose_64x48", spec, {"out": m.T.reshape(-1).view(np.uint32).tolist()})
+    return out
+
+
+def run_fitting(model, cfg, only: str = "") -> list[dict]:
+    """The three launches at the sizes memory allows (``fitting_specs``), inside the model; outputs
+    against NumPy's, bit for bit."""
+    import tempfile
+
+    from qwengpu.runtime.engine import launch_shape, prepare, run_machine
+    from qwengpu.spec import load_spec
+
+    rows = []
+    for name, (stem, spec, want) in fitting_specs().items():
+        if only and only not in name:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            js = Path(tmp) / f"{stem}.json"
+            js.write_text(json.dumps(spec))
+            cu = NATURAL / f"{stem}.cu"
+            prompt = prepare(cu, js)[2]
+            threads, parts = launch_shape(prompt, load_spec(js))
+            t0 = time.perf_counter()
+            run = run_machine(cu, js, model=model, config=cfg, max_tokens=2_000_000)
+            secs = time.perf_counter() - t0
+        got = {k: np.asarray(run.outputs[k]).view(np.uint32).tolist() for k in want}
+        rows.append({
+            "launch": name,
+            "machine_blocks": f"{parts} machine block(s) of {threads} threads per block",
+            "exact": bool(run.passed and got == want),
+            "tokens": run.stats["tokens"],
+            "prompt_tokens": run.stats["prompt_tokens"],
+            "warp_instructions": run.stats["warp_instructions"],
+            "seconds": round(secs, 1),
+            "tokens_per_second": round(run.stats["tokens"] / secs, 1),
+        })
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="store_true",
-                    help="also run the fitting 256-thread launch in the 2B model")
+                    help="also run the three launches at the sizes memory allows in the 2B model")
+    ap.add_argument("--only", default="", help="with --run: only the fitting launch whose name holds this")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     args = ap.parse_args(argv)
     from qwengpu.compiler import text_config
@@ -128,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         from qwengpu.runtime.engine import machine_model
 
         torch.set_num_threads(2)
-        out["fitting"] = run_fitting(machine_model(cfg)[1], cfg)
+        out["fitting"] = run_fitting(machine_model(cfg)[1], cfg, args.only)
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -139,9 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r['launch']} | {r['grid']} x {r['block']} | {'yes' if r['barriers'] else 'no'} | "
               f"{r['global_words']:,} | {r['shared_words']:,} | {r['interpreter']} | {r['machine']} |")
-    if "fitting" in out:
-        f = out["fitting"]
-        print(f"\n{f['launch']} ({f['machine_parts']}) in the 2B model: exact {f['exact']}, "
+    for f in out.get("fitting", []):
+        print(f"\n{f['launch']} ({f['machine_blocks']}) in the 2B model: exact {f['exact']}, "
               f"{f['tokens']:,} tokens written, prompt {f['prompt_tokens']:,}, "
               f"{f['warp_instructions']} warp instructions, {f['seconds']} s with the prompt's prefill "
               f"({f['tokens_per_second']} tokens written per second of it)")

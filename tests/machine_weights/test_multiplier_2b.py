@@ -90,12 +90,18 @@ def test_blocks_of_more_than_64_threads_in_the_2b_model(machine_2b, name):
     another): 2 blocks of 128 threads, a 16 x 16 block of a 2 x 1 grid, 96 threads summing warps
     by shuffles, 100 threads in parts of 50 (``kernels/big_blocks.cu``; expected values from Python
     in the specs). Outputs bit for bit the interpreter's and the spec's; passes sim.py's."""
+    _exact_in_the_2b_model(machine_2b, "big_blocks", name, 100_000)
+
+
+def _exact_in_the_2b_model(machine_2b, stem: str, name: str, max_tokens: int) -> None:
+    """``tests/machine_weights/kernels/{stem}.cu`` with ``{stem}_{name}.json`` in the 2B model:
+    passed (the spec's expected values), the interpreter's outputs bit for bit, sim.py's passes."""
     from qwengpu.runtime.engine import run_machine
 
     cfg, model = machine_2b
-    cu = ROOT / "tests" / "machine_weights" / "kernels" / "big_blocks.cu"
-    js = cu.with_name(f"big_blocks_{name}.json")
-    run = run_machine(cu, js, model=model, config=cfg, max_tokens=100_000)
+    cu = ROOT / "tests" / "machine_weights" / "kernels" / f"{stem}.cu"
+    js = cu.with_name(f"{stem}_{name}.json")
+    run = run_machine(cu, js, model=model, config=cfg, max_tokens=max_tokens)
     assert run.passed, run.mismatches
     ref = run_kernel(cu, js)
     for k in ref.outputs:
@@ -110,17 +116,7 @@ def test_blocks_with_barriers_in_turns_in_the_2b_model(machine_2b, name):
     the specs): 2 blocks of 256 threads summing through shared memory, the padded-tile transpose
     in 16 x 16 blocks, 192 threads reducing by shuffles, 128 threads taking atomic tickets.
     Outputs bit for bit the interpreter's; passes sim.py's."""
-    from qwengpu.runtime.engine import run_machine
-
-    cfg, model = machine_2b
-    cu = ROOT / "tests" / "machine_weights" / "kernels" / "turns.cu"
-    js = cu.with_name(f"turns_{name}.json")
-    run = run_machine(cu, js, model=model, config=cfg, max_tokens=400_000)
-    assert run.passed, run.mismatches
-    ref = run_kernel(cu, js)
-    for k in ref.outputs:
-        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
-    assert run.stats["passes"] == run_weights(cu, js, options=NATIVE).stats["passes"]
+    _exact_in_the_2b_model(machine_2b, "turns", name, 400_000)
 
 
 def test_a_damaged_weight_breaks_the_2b_run(machine_2b, flipped_weight):
