@@ -470,11 +470,12 @@ def token_census(trace: list[int]) -> dict[str, int]:
     return n
 
 
-def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
+def fault_message(prog, trace: list[int], prompt: list[int], machine_note: str = "") -> str | None:
     """The interpreter-style message for a FAULT token the model wrote (None if it wrote none).
 
     The model names the lane; the instruction, lane group and block come from the PASS / BLOCK
-    tokens it wrote before (the host only reads tokens)."""
+    tokens it wrote before (the host only reads tokens). ``machine_note``: a line saying that the
+    thread and block are the machine's (a launch whose blocks run in parts or in turns)."""
     toks = P.read_all(prompt[-1:] + trace)
     k = next((i for i, t in enumerate(toks) if t.kind == "FAULT"), None)
     if k is None:
@@ -490,6 +491,7 @@ def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
     return (
         f"{what}\n  thread ({4 * ps.b + lane}, 0, 0) of block ({blk}, 0, 0) "
         f"(warp {ps.b >> 3}, lane {4 * (ps.b & 7) + lane})\n  instruction `{ptx.text}` at {ptx.where()}"
+        + (f"\n  ({machine_note})" if machine_note else "")
     )
 
 
@@ -855,7 +857,12 @@ def run_machine(
                               trace=trace)
     trace = tokens
     seconds = time.perf_counter() - t0
-    fault = fault_message(prog, trace, prompt)
+    kernel_threads = int(np.prod(spec.block))
+    how = (f"blocks of {kernel_threads} threads run as {parts} parts of {nthreads}" if parts > 1 else
+           f"each of the machine's {nthreads} threads takes {kernel_threads // nthreads} of a block's "
+           "threads in turns" if nthreads != kernel_threads else "")
+    note = f"the machine's thread and block: {how}; --engine interp names the kernel's" if how else ""
+    fault = fault_message(prog, trace, prompt, note)
     if fault:
         raise ExecutionError(fault)
     if trace[-1] != P.ctl(P.HALT):

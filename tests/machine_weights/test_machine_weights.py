@@ -594,3 +594,21 @@ def test_trap_is_written_by_the_model(machine):
     with pytest.raises(ExecutionError) as ref:
         run_kernel(K / "trap.cu")
     assert TRAP_MESSAGE in str(ref.value) and "thread (5, 0, 0)" in str(ref.value)
+
+
+@pytest.mark.slow
+def test_a_trap_in_a_block_taken_in_turns_names_the_machines_thread(machine):
+    """Thread 69 of a 128-thread block in turns traps: it is machine thread 37 (logical warp 2 is
+    machine warp 1 in turn 0), and the message says the thread is the machine's and how the block
+    runs; the interpreter names thread 69."""
+    from qwengpu.errors import ExecutionError
+    from qwengpu.simt.core import TRAP_MESSAGE
+
+    with pytest.raises(ExecutionError) as info:
+        run_machine(K / "turns_trap.cu", model=machine[1], max_tokens=40000)
+    msg = str(info.value)
+    assert msg.startswith(TRAP_MESSAGE) and "thread (37, 0, 0) of block (0, 0, 0)" in msg, msg
+    assert "each of the machine's 64 threads takes 2 of a block's threads in turns" in msg, msg
+    with pytest.raises(ExecutionError) as ref:
+        run_kernel(K / "turns_trap.cu")
+    assert "thread (69, 0, 0)" in str(ref.value)
