@@ -26,10 +26,11 @@ class Limits:
     blocks_per_launch: int = 65535  # one after another; 16-bit block latches in the weights
     registers: int = 32  # general registers per thread, after allocation
     predicates: int = 8  # one-bit predicate registers per thread (PT is extra)
-    global_words: int = 4096  # 32-bit words of global memory, all buffers together (the 2B machine)
+    global_words: int = 16384  # 32-bit words of global memory, all buffers together (the 2B machine)
     # 32-bit words of shared memory per block (static + dynamic): carved from the top of the same
-    # global words as the buffers (they must fit below it), so at most 3/4 of them
-    shared_words: int = 3072
+    # global words as the buffers (they must fit below it), so at most 3/4 of them (12,288 words
+    # = 48 KB, CUDA's own static limit per block)
+    shared_words: int = 12288
     # 32-bit words of per-thread local memory (.local arrays); the register allocator's spill slots
     # are not counted here: they take the global-memory words the launch leaves (codegen.softmem)
     local_words: int = 16

@@ -19,11 +19,13 @@ earlier memory) carries. Memories:
   the register file, one copy per operand port. A result chunk token writes its chunk
   straight into both copies, so the next pass reads the committed value.
 * ``prg{l}`` / ``prc{l}`` (row = group * 8 + predicate): the predicates (guard and operand port).
-* ``gmem{lane}_{k}`` (one 32-bit word per row): 4 read ports (one per lane, port 0 also serves
-  DUMP), each a copy in banks of ``gmem_bank_rows`` rows (bank k holds words k*rows.., one layer's
-  key heads at most: a memory sits in one layer), written by STORE(lane) tokens (address and data
-  re-read from the RF at that token) and by the prompt's MEM loads; ``gpg`` / ``dhp`` (1 row): the
-  page latches (PAGE / ENDPAGE tokens) giving MEMADDR / DUMPADDR their high bits.
+* ``gmem_{k}`` (one 32-bit word per row): ONE copy with one read port, in banks of
+  ``gmem_bank_rows`` rows (bank k holds words k*rows.., one layer's key heads at most: a memory
+  sits in one layer), read at each token at the address of the lane whose word that step emits
+  (``lef``, 1 row: the pass's lanes, latched early) or the dump's word; written by STORE(lane)
+  tokens (address and data re-read from the RF at that token) and by the prompt's MEM loads;
+  ``gpg`` / ``dhp`` (1 row): the page latches (PAGE / ENDPAGE tokens) giving MEMADDR / DUMPADDR
+  their high bits.
 * ``nth``, ``nbl``+``nbh``, ``blk``+``bhi``, ``ep``, ``dlo``, ``dhi`` (1 row each): threads per block, blocks,
   the running block, the barrier epoch, the dump range.
 * scheduler: ``pcs{l}`` / ``pcq{l}`` (row = group; pc | exited | waiting | epoch | block parity of
@@ -148,10 +150,10 @@ class MachineShape:
     """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
 
     rom_rows: int = 4096
-    #: global memory: 4,096 words on the 2B shape, in banks of 2,048 rows (one layer's 16 key
-    #: heads each): 4 ports x 2 banks fill 8 layers that sit beside the scheduler, at the same 39
-    #: layers as 1,024 words in one layer (docs/machine-in-weights.md, 9.13)
-    gmem_words: int = 4096
+    #: global memory: 16,384 words on the 2B shape, one copy (one read port) in 8 banks of 2,048
+    #: rows (one layer's 16 key heads each) that sit beside the scheduler (docs/machine-in-weights.md,
+    #: 9.13 and 9.15)
+    gmem_words: int = 16384
     gmem_bank_rows: int = 2048
     #: global memory built after the scheduler and the units (the 2B shape: its banks take idle
     #: layers, 39 layers) or before the datapath, as in version 1 (the test shape: 48 fewer
@@ -550,23 +552,32 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
 
 @dataclass
 class Pages:
-    """The page latches (``protocol.py``): the page of MEMADDR / DUMPADDR and of the dump's last word."""
+    """The page latches (``protocol.py``): the page of MEMADDR / DUMPADDR and of the dump's last word;
+    the lanes' word addresses."""
 
     page: Word | None  # None: a shape of one page (1,024 words)
     end: Word | None
+    words: list[Word]  # each lane's word address of the pass (an ``ld``'s uniform test)
 
 
-def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> tuple[list[Word], Pages]:
-    """Address add + global memory read (doc section 5): each lane's loaded word (port 0 reads the
-    dump address in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads.
+def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> tuple[Word, Pages]:
+    """Address add + global memory read (doc section 5): ONE read port over one copy of the
+    memory, read at every token at the address of the lane whose result that token's step emits
+    (the dump's word in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads.
+
+    Why one port: a load's result leaves the machine one lane at a time (chunks, SHORT), so each
+    step needs one lane's word, not four; the four lanes' addresses stay in the register file
+    (re-read at every token of the pass) and the lanes the pass executes are latched early
+    (``lef``), so the emitting lane is known before the banks. One copy instead of four gives the
+    same 8 bank layers four times the words (16,384 on the 2B shape).
 
     Why banks, built after the scheduler: a memory sits in one layer (16 key heads of 128 rows),
-    so a port of more than ``gmem_bank_rows`` words is banks in successive layers, each written
+    so a memory of more than ``gmem_bank_rows`` words is banks in successive layers, each written
     when the address's high bits name it and all read at once, the high bits selecting. Built
     after the scheduler and the units, the banks take layers beside them (the scheduler's ``mpc``
-    keeps its layer) and the loaded word joins the result late (``load_result``), as the
-    multiplier's does: 4,096 words at the 39 layers 1,024 words took (2B shape)."""
-    f, cur, staged = fx.f, fx.cur, fx.staged
+    keeps its layer) and the loaded word joins the result late (``emit``), as the multiplier's
+    does."""
+    f, cur, staged, tok, idx = fx.f, fx.cur, fx.staged, fx.tok, fx.idx
     gw_bits = (shape.gmem_words - 1).bit_length()
     rows = min(shape.gmem_bank_rows, shape.gmem_words)
     rb = (rows - 1).bit_length()
@@ -574,15 +585,15 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> 
     words = [(ops.A[lane] + f["off"])[2 : 2 + gw_bits] for lane in range(LANES)]
     # MEMADDR / DUMPADDR: the control latch's 10 bits, the page latch's above them
     pg_bits = gw_bits - P.ADDR_BITS
-    pages = Pages(None, None)
+    pages = Pages(None, None, words)
     maddr = cur[:gw_bits]
     if pg_bits > 0:
         assert pg_bits <= P.PAGE_BITS
-        pval = fx.tok[P.PAGE_SHIFT : P.PAGE_SHIFT + pg_bits]
+        pval = tok[P.PAGE_SHIFT : P.PAGE_SHIFT + pg_bits]
         pages = Pages(_latch(c, "gpg", pg_bits, pval, c.all_of([fx.is_page, ~fx.t[0]])),
-                      _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])))
+                      _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])), words)
         maddr = c.concat(cur[: P.ADDR_BITS], pages.page)
-    sl = fx.tok[0:2]
+    sl = tok[0:2]
     st_word = c.select(sl, words)
     st_data = c.select(sl, ops.B)
     g_addr = c.mux(fx.is_store, st_word, maddr)
@@ -590,28 +601,42 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> 
     g_en = fx.is_store | c.all_of([fx.is_data, fx.m_mem])
     ens = [g_en] if nbanks == 1 else [c.all_of([g_en, _match(c, g_addr[rb:gw_bits], k)])
                                       for k in range(nbanks)]
-    ldv = []
-    for lane in range(LANES):  # one copy per read port
-        addr = c.mux(fx.m_dump, maddr, words[0]) if lane == 0 else words[lane]
-        reads = []
-        for k in range(nbanks):
-            gmem = c.memory(f"gmem{lane}" if nbanks == 1 else f"gmem{lane}_{k}", rows=rows, width=32)
-            gmem.write(g_addr[:rb], g_data, ens[k])  # type: ignore[arg-type]
-            reads.append(gmem.read(addr[:rb]))  # type: ignore[arg-type]
-        if nbanks == 1:
-            ldv.append(reads[0])
-        else:
-            sel = addr[rb:gw_bits]
-            ldv.append(c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)))  # type: ignore[arg-type]
-    return ldv, pages
+    # the lane whose word this step emits (``emit``'s order, from the early latch of the pass's
+    # lanes): the pass's first lane at the executing token and at the uniform chunks, lane x at
+    # its chunks 0 and 1, the next lane after x at its last chunk or its SHORT
+    lef = list(_latch(c, "lef", LANES, c.concat(*[c.all_of([fx.mask[x], ops.G[x]]) for x in range(LANES)]),
+                      fx.is_exec).bits)
+    xd = c.all_of([fx.is_data, fx.m_exec])
+    sl_short = tok[8:10]
+    done = [c.any_of([c.all_of([xd, _match(c, idx, 3 * x + 2)]),
+                      c.all_of([fx.is_short, _match(c, sl_short, x)])]) for x in range(LANES)]
+    start = fx.is_exec | c.all_of([xd, c.any_of([_match(c, idx, P.IDX_UNIFORM + j) for j in range(2)])])
+    port = []
+    for y in range(LANES):
+        terms = [c.all_of([xd, c.any_of([_match(c, idx, 3 * y + j) for j in range(2)])]),
+                 c.all_of([start, lef[y]] + [~lef[z] for z in range(y)])]
+        terms += [c.all_of([done[x], lef[y]] + [~lef[z] for z in range(x + 1, y)]) for x in range(y)]
+        port.append(c.any_of(terms))
+    addr = c.mux(fx.m_dump, maddr, c.select(c.encode(c.concat(*port)), words))
+    reads = []
+    for k in range(nbanks):
+        gmem = c.memory("gmem" if nbanks == 1 else f"gmem_{k}", rows=rows, width=32)
+        gmem.write(g_addr[:rb], g_data, ens[k])  # type: ignore[arg-type]
+        reads.append(gmem.read(addr[:rb]))  # type: ignore[arg-type]
+    if nbanks == 1:
+        return reads[0], pages
+    sel = addr[rb:gw_bits]
+    return c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)), pages  # type: ignore[arg-type]
 
 
-def load_result(c: Circuit, fx: Fetch, dp: Results, ldv: list[Word]) -> None:
-    """``ld``: each lane's loaded word replaces the datapath's result of an ``ld`` pass (the memory
-    is read after the scheduler: ``global_memory``)."""
+def load_result(c: Circuit, fx: Fetch, dp: Results, pages: Pages) -> None:
+    """``ld``: the pass's result per lane is the lane's word ADDRESS, so the latch's uniform test
+    (equal results) reads "every lane loads the same word"; the word itself comes through the read
+    port at each token that emits it (``emit``)."""
     is_ld = _match(c, fx.op, OP["ld"])
     for lane in range(LANES):
-        dp.res[lane] = c.mux(is_ld, ldv[lane], dp.res[lane])
+        a = pages.words[lane]
+        dp.res[lane] = c.mux(is_ld, c.concat(a, c.const(0, 32 - len(a))), dp.res[lane])
 
 
 def datapath(c: Circuit, fx: Fetch, ops: Operands) -> Results:
@@ -856,7 +881,7 @@ def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     )
 
 
-def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: list[Word],
+def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: Word,
          pages: Pages) -> Emitted:
     """Emit (doc section 5): the late latch of the pass's results, then which token comes next (a
     result chunk, SHORT / USHORT, STORE, the scheduler's PASS / MASK / BAR / BLOCK, dump, FAULT, HALT)."""
@@ -881,7 +906,10 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     lat = c.memory("latch", rows=1, width=32 * LANES + LANES * 2 + 4)
     lat.write(fx.one0, c.concat(*res, *eff, *dp.pbits, kreg, kpred, kstore, uniform), is_exec)
     lr = lat.read(fx.one0)
-    L_res = [lr[32 * x : 32 * (x + 1)] for x in range(LANES)]
+    # an ``ld`` pass latched its lanes' addresses: the word every step emits is the read port's
+    # (``global_memory`` reads it at the emitting lane's address)
+    is_ld = _match(c, op, OP["ld"])
+    L_res = [c.mux(is_ld, pw, lr[32 * x : 32 * (x + 1)]) for x in range(LANES)]
     o = 32 * LANES
     L_eff = list(lr[o : o + 4].bits)
     L_pb = lr[o + 4 : o + 8]
@@ -946,7 +974,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     )  # dump chunk 0 or 1
     q_uni = c.all_of([is_exec, L_reg, L_uni, ~usmall])
     q_pred = c.all_of([is_exec, L_pred])
-    dump_small = c.all_of([~b for b in ldv[0].bits[10:]])
+    dump_small = c.all_of([~b for b in pw.bits[10:]])
     q_dump0 = c.all_of([fx.is_dumpaddr, ~dump_small])
     c_dumpnext = c.all_of([is_data, m_dump, _match(c, idx, 2)]) | c.all_of([is_ushort, m_dump])
     c_data = c.any_of([q_lane, q_inc, q_uni, q_pred, q_dump0])
@@ -959,7 +987,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     table = [_chunk(L_res[x], j) for x in range(LANES) for j in range(NCHUNK)]
     table += [_chunk(uval, j) for j in range(NCHUNK)]
     table.append(c.concat(L_pb, *L_eff, c.const(0, 3)))
-    dump_w = ldv[0]
+    dump_w = pw
     val = c.mux(m_dump, c.select(q[:2], [_chunk(dump_w, j) for j in range(NCHUNK)]), c.select(q, table))
     data_tok = c.concat(val, q, c.const(0, 1))
     store_tok = c.concat(nl, c.const(P.ctl(P.STORE) >> 2, 14))
@@ -984,7 +1012,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, ldv: 
     short_tok = c.concat(res_nl[:8], nl, c.const(P.ctl(P.SHORT) >> 10, 6))
     # a dumped word below 1024 is one USHORT token too
     c_ushort_dump = c.all_of([fx.is_dumpaddr, dump_small])
-    ushort_tok = c.concat(c.mux(c_ushort_dump, ldv[0][:10], uval[:10]), c.const(P.ctl(P.USHORT) >> 10, 6))
+    ushort_tok = c.concat(c.mux(c_ushort_dump, pw[:10], uval[:10]), c.const(P.ctl(P.USHORT) >> 10, 6))
     c_small = c_short | c_ushort | c_ushort_dump
     out = c.select(
         c.encode(
@@ -1017,10 +1045,10 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     fx = fetch_decode(c, shape)
     ops = register_file(c, shape, fx)
     if not shape.gmem_late:
-        ldv, pages = global_memory(c, shape, fx, ops)
+        pw, pages = global_memory(c, shape, fx, ops)
     dp = datapath(c, fx, ops)
     if not shape.gmem_late:
-        load_result(c, fx, dp, ldv)
+        load_result(c, fx, dp, pages)
     sch = scheduler(c, fx, ops, dp.pc1)
     if shape.multiplier:
         multiplier(c, fx, ops, dp)
@@ -1031,9 +1059,9 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
         for lane in range(LANES):
             dp.res[lane] = c.mux(is_new, extra(c, fx, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
     if shape.gmem_late:
-        ldv, pages = global_memory(c, shape, fx, ops)
-        load_result(c, fx, dp, ldv)
-    em = emit(c, fx, ops, dp, sch, ldv, pages)
+        pw, pages = global_memory(c, shape, fx, ops)
+        load_result(c, fx, dp, pages)
+    em = emit(c, fx, ops, dp, sch, pw, pages)
     c.output("out", em.out)
     if debug:
         for name, v in dict(

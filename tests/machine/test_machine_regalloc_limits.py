@@ -211,7 +211,7 @@ def _run_cuda(tmp_path, src: str, spec: dict):
     [
         (1, 65, 65, "the launch needs 65 threads per block; the machine has 64"),
         ([256, 256, 1], 1, 65, "the launch needs 65536 blocks; the machine has 65535"),
-        (1, 1, 4097, "the launch needs 4097 words of global memory; the machine has 4096"),
+        (1, 1, 16385, "the launch needs 16385 words of global memory; the machine has 16384"),
     ],
 )
 def test_launch_limits(tmp_path, grid: int | list[int], block: int, size: int, msg: str) -> None:
@@ -241,14 +241,14 @@ def test_shared_memory_limit(tmp_path) -> None:
         "kernel": "k",
         "grid": 1,
         "block": 4,
-        "shared_bytes": 3073 * 4,
+        "shared_bytes": 12289 * 4,
         "args": [{"name": "out", "type": "i32*", "size": 4}],
     }
     with pytest.raises(
-        MachineLimitError, match="needs 3073 words of shared memory per block; the machine has 3072"
+        MachineLimitError, match="needs 12289 words of shared memory per block; the machine has 12288"
     ):
         _run_cuda(tmp_path, src, spec)
-    spec["shared_bytes"] = 3072 * 4
+    spec["shared_bytes"] = 12288 * 4
     assert _run_cuda(tmp_path, src, spec).outputs["out"].tolist() == [1, 1, 1, 1]
 
 
@@ -348,7 +348,7 @@ def _pressure_expected(a: list[int], t: int) -> int:
 
 def test_spill_slots_take_the_memory_the_launch_leaves(tmp_path) -> None:
     """The program the weights run: pressure.cu (48 values live per thread) spills to per-thread
-    words of global memory; 16 threads fit, and 64 in the 2B machine's 4,096 words; in a machine
+    words of global memory; 16 threads fit, and 64 in the 2B machine's 16,384 words; in a machine
     of 1,024 words (version 1's) 64 do not, refused as a memory limit naming the words."""
     from qwengpu.codegen.softmem import run_weights
 

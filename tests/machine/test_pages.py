@@ -50,7 +50,7 @@ def test_page_tokens_are_written_only_where_the_page_changes():
 @pytest.fixture(scope="module")
 def circuit_2b():
     shape = shape_for(machine_config("2b"))
-    assert shape.gmem_words == 4096 and shape.gmem_bank_rows == 2048
+    assert shape.gmem_words == 16384 and shape.gmem_bank_rows == 2048
     return shape, M.build_machine(shape)
 
 
@@ -96,3 +96,76 @@ def test_four_lanes_load_and_store_in_four_pages_of_the_2b_machine(circuit_2b):
     toks = P.read_all(trace)
     k = toks.index(P.Token("PAGE", 1))
     assert [t.kind for t in toks].count("PAGE") == 1 and toks[k + 1] == P.Token("DUMPADDR", 1024)
+
+
+def _one_port_program(hi: int):
+    """Lane x loads word hi + 2x (5, a 32-bit word, 5 again, 1000: a SHORT, three chunks, a SHORT
+    of the same value as lane 0's from another address, three chunks), every lane loads word
+    hi + 100 (one big value: the uniform chunks) and hi + 101 (7: one USHORT), the odd lanes load
+    into their own address register (``@p0 ld r2, [r2 + ..]``: a partial mask, and a commit that
+    rewrites the register the port reads the address from), every lane loads word hi + 200 + 2x
+    (9 in every lane, from four addresses: not uniform), and each lane stores its five values."""
+    from qwengpu.isa.instr import P as Pr
+
+    return [
+        MInstr("s2r", (R(1),), (), {"sr": "tid.x"}),
+        MInstr("shl", (R(2),), (R(1), Imm(3))),
+        MInstr("ld", (R(3),), (R(2),), {**G, "off": 4 * hi}),
+        MInstr("ld", (R(4),), (R(0),), {**G, "off": 4 * (hi + 100)}),
+        MInstr("ld", (R(5),), (R(0),), {**G, "off": 4 * (hi + 101)}),
+        MInstr("and", (R(6),), (R(1), Imm(1))),
+        MInstr("setp", (Pr(0),), (R(6), Imm(1)), {"cmp": "eq", "sign": "u"}),
+        MInstr("ld", (R(2),), (R(2),), {**G, "off": 4 * (hi + 50)}, guard=Pr(0)),
+        MInstr("shl", (R(7),), (R(1), Imm(3))),
+        MInstr("ld", (R(8),), (R(7),), {**G, "off": 4 * (hi + 200)}),
+        MInstr("shl", (R(9),), (R(1), Imm(4))),
+        MInstr("shl", (R(10),), (R(1), Imm(2))),
+        MInstr("add", (R(9),), (R(9), R(10))),  # 5 words per lane
+        *[MInstr("st", (), (R(9), R(r)), {**G, "off": 4 * (100 + k)})
+          for k, r in enumerate((3, 4, 5, 2, 8))],
+        MInstr("exit"),
+    ]
+
+
+@pytest.mark.parametrize("shape_name", ["test", pytest.param("2b", marks=pytest.mark.slow)])
+def test_one_read_port_serves_each_lane_at_the_token_that_emits_it(shape_name):
+    """The one-port memory (docs/machine-in-weights.md 9.15): every emitted word is the emitting
+    lane's, through SHORT, chunk, uniform and USHORT forms and a partial mask; a load every lane
+    makes at one address is uniform, one of equal values from different addresses is not."""
+    shape = shape_for(machine_config(shape_name))
+    c = M.build_machine(shape)
+    hi = shape.gmem_words - 400  # the top bank (of the 2B shape's 16,384 words: bank 7)
+    words = {hi: 5, hi + 2: 0x12345678, hi + 4: 5, hi + 6: 1000, hi + 100: 0xDEADBEEF, hi + 101: 7,
+             hi + 52: 0xCAFE0001, hi + 56: 200, **{hi + 200 + 2 * x: 9 for x in range(4)}}
+
+    class Prog:
+        name = "one_port"
+        code = _one_port_program(hi)
+
+    rows = encode_program(Prog(), b"", (4, 1, 1), shape)
+    prompt = P.rom_load(rows, M.ROM_CHUNKS) + P.mem_load(sorted(words.items()), M.NCHUNK)
+    prompt += [P.ctl(P.NTHREADS, 4), P.ctl(P.NBLOCKS, 1), *P.dump_range(100, 119, max(words) >> 10),
+               P.ctl(P.BLOCK, 0)]
+    trace = _run(c, prompt, limit=300)
+    assert trace[-1] == P.ctl(P.HALT)
+    want = {}
+    for x in range(4):
+        r2 = words[hi + 50 + 2 * x] if x % 2 else 8 * x
+        vals = (words[hi + 2 * x], 0xDEADBEEF, 7, r2, 9)
+        want.update({100 + 5 * x + k: v for k, v in enumerate(vals)})
+    got = decode_dump(trace, page=0)
+    assert {w: got.get(w, 0) for w in want} == want
+    by_pc: dict[int, list[P.Token]] = {}
+    for t in P.read_all(trace):
+        if t.kind == "PASS":
+            pc = t.a
+        elif t.kind in ("DATA", "SHORT", "USHORT"):
+            by_pc.setdefault(pc, []).append(t)
+    short = [P.Token("SHORT", x << 8 | v) for x, v in ((0, 5), (2, 5))]
+    assert by_pc[2] == [short[0], *[P.Token("DATA", 3 + j, (0x12345678 >> 11 * j) & 2047) for j in range(3)],
+                        short[1], *[P.Token("DATA", 9 + j, (1000 >> 11 * j) & 2047) for j in range(3)]]
+    assert by_pc[3] == [P.Token("DATA", P.IDX_UNIFORM + j, (0xDEADBEEF >> 11 * j) & 2047) for j in range(3)]
+    assert by_pc[4] == [P.Token("USHORT", 7)]
+    assert by_pc[7] == [*[P.Token("DATA", 3 + j, (0xCAFE0001 >> 11 * j) & 2047) for j in range(3)],
+                        P.Token("SHORT", 3 << 8 | 200)]
+    assert by_pc[9] == [P.Token("SHORT", x << 8 | 9) for x in range(4)]

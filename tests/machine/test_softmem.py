@@ -943,15 +943,15 @@ extern "C" __global__ void big(unsigned* a)
         "kernel": "big",
         "grid": 1,
         "block": 32,
-        "args": [{"name": "a", "type": "u32*", "size": 3912}],
+        "args": [{"name": "a", "type": "u32*", "size": 16192}],
         "outputs": ["a"],
     }
     (tmp_path / "big.cu").write_text(src)
     (tmp_path / "big.json").write_text(json.dumps(spec))
     with pytest.raises(
-        MachineLimitError, match=r"buffers need 3916 words .*shared 200 words at 3896.* leaving 3896"
+        MachineLimitError, match=r"buffers need 16196 words .*shared 200 words at 16184.* leaving 16184"
     ):
-        engine.prepare(tmp_path / "big.cu", tmp_path / "big.json")  # the 2B machine: 4,096 words
+        engine.prepare(tmp_path / "big.cu", tmp_path / "big.json")  # the 2B machine: 16,384 words
 
 
 def test_encoded_constant_address_store() -> None:

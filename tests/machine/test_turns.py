@@ -74,18 +74,18 @@ def _spec(tmp_path: Path, src: str, block: int, words: int = 8) -> Path:
 
 
 LIVE = ('extern "C" __global__ void k(int* out) {\n  __shared__ int s[1024];\n  int t = threadIdx.x;\n'
-        '  int a = out[t & 7], b = out[(t + 1) & 7], c = out[(t + 2) & 7], d = out[(t + 3) & 7];\n'
-        '  s[t] = t;\n  __syncthreads();\n'
-        '  out[t & 7] = s[1023 - t] + a * b + c * d;\n}\n')
+        + "".join(f"  int v{k} = out[(t + {k}) & 15];\n" for k in range(16))
+        + '  s[t] = t;\n  __syncthreads();\n  out[t & 15] = s[1023 - t]'
+        + "".join(f" + v{2 * k} * v{2 * k + 1}" for k in range(8)) + ';\n}\n')
 
 
 def test_what_the_turns_cannot_hold_is_refused_by_name(tmp_path) -> None:
     """The values live across a barrier are kept per thread in global memory (those loaded from
-    memory: the thread index and what derives from it are recomputed): 1,024 threads with four
-    loaded values live do not fit the 2B machine's 4,096 words beside 1,024 words of shared memory,
+    memory: the thread index and what derives from it are recomputed): 1,024 threads with 16
+    loaded values live do not fit the 2B machine's 16,384 words beside 1,024 words of shared memory,
     and the refusal names the regions."""
     with pytest.raises(MachineLimitError, match=r"values saved at barriers \d+ words"):
-        prepare(_spec(tmp_path, LIVE, 1024))
+        prepare(_spec(tmp_path, LIVE, 1024, words=16))
 
 
 def test_values_that_can_be_recomputed_are_not_saved() -> None:
