@@ -620,7 +620,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("predicates", shape.npreds, "1-bit predicates per thread"),
         ("global_words", shape.gmem_words,
          f"32-bit words of global memory (buffers 16-byte aligned, 4-word guards; pages of "
-         f"{P.PAGE_WORDS:,}, banks of {shape.gmem_bank_rows:,} rows)"),
+         f"{P.PAGE_WORDS:,}, banks of {shape.gmem_bank_rows:,} rows, one read port)"),
         ("shared_words", shared_words_for(shape.gmem_words),
          "32-bit words of shared memory per block (the top of global memory)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),

@@ -1,6 +1,6 @@
 """Lowering for the weights: memory spaces, atomics, sub-word stores, warp ops and 2-D/3-D launches.
 
-The circuit in the weights (``circuit.py``) has ONE memory, ``gmem``: G 32-bit words (4,096 on the
+The circuit in the weights (``circuit.py``) has ONE memory, ``gmem``: G 32-bit words (16,384 on the
 2B shape, 2,048 on the test shape: ``MachineShape.gmem_words``), word
 addressed (a 4-byte ``ld``/``st`` reads/writes the word containing ``address + off``), shared by
 every thread of the launch; blocks run one after another, warps one at a time (a warp runs until

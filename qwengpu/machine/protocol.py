@@ -46,7 +46,7 @@ to 1,024 rows are those of the 10-bit machine. The host loads rows 1,024 and up 
 same way: ``BANK(b12 << 2)`` before their ``ROMADDR`` tokens (whose argument is 10 bits), and
 ``BANK(0)`` after the last, so the launch starts in bank 0.
 
-Why pages: global memory has more words (4,096 on the 2B shape) than a 10-bit argument names.
+Why pages: global memory has more words (16,384 on the 2B shape) than a 10-bit argument names.
 Only the prompt's loads and the dump address memory by token (a pass takes its addresses from
 registers), so a page latch serves both: the host writes ``PAGE(p)`` before loading words of page
 p, then ``PAGE`` of the dump's first word and ``ENDPAGE`` of its last; the model, dumping, writes

@@ -13,8 +13,9 @@ DEFAULT_SHAPE = MachineShape()
 #: signal dimensions are taken"); the protocol is the same (12-bit pc, BANK tokens)
 SMALL_ROM_ROWS = 1024
 #: global memory of the test shape: two pages in two banks of 1,024 rows (half a layer each), so
-#: the fast tests run the page tokens and the bank select the 2B shape's 4,096 words use (measured:
-#: 40 layers, as with 1,024 words), built before the datapath (``MachineShape.gmem_late``)
+#: the fast tests run the page tokens, the bank select and the one read port the 2B shape's
+#: 16,384 words use (measured: 40 layers, as with 1,024 words), built before the datapath
+#: (``MachineShape.gmem_late``)
 SMALL_GMEM_WORDS, SMALL_GMEM_BANK_ROWS = 2048, 1024
 #: the smallest ``intermediate_size`` whose layers host the 4-lane multiplier (measured: the
 #: machine with it does not fit intermediate 2048, 3072 or 4096 at hidden 2048, and fits 6144, the

@@ -470,12 +470,12 @@ def token_census(trace: list[int]) -> dict[str, int]:
     return n
 
 
-def fault_message(prog, trace: list[int], prompt: list[int], machine_note: str = "") -> str | None:
+def fault_message(prog, trace: list[int], prompt: list[int]) -> str | None:
     """The interpreter-style message for a FAULT token the model wrote (None if it wrote none).
 
     The model names the lane; the instruction, lane group and block come from the PASS / BLOCK
-    tokens it wrote before (the host only reads tokens). ``machine_note``: a line saying that the
-    thread and block are the machine's (a launch whose blocks run in parts or in turns)."""
+    tokens it wrote before (the host only reads tokens): the machine's thread and block, which
+    are the kernel's unless its blocks run in parts or in turns (``_kernel_fault``)."""
     toks = P.read_all(prompt[-1:] + trace)
     k = next((i for i, t in enumerate(toks) if t.kind == "FAULT"), None)
     if k is None:
@@ -491,8 +491,22 @@ def fault_message(prog, trace: list[int], prompt: list[int], machine_note: str =
     return (
         f"{what}\n  thread ({4 * ps.b + lane}, 0, 0) of block ({blk}, 0, 0) "
         f"(warp {ps.b >> 3}, lane {4 * (ps.b & 7) + lane})\n  instruction `{ptx.text}` at {ptx.where()}"
-        + (f"\n  ({machine_note})" if machine_note else "")
     )
+
+
+def _kernel_fault(fault: str, how: str, cu_path, spec_path, interpret) -> str:
+    """The message for a fault the model wrote. A block run in parts or in turns: the trace names
+    the machine's thread and block, so the reference interpreter words it with the kernel's (as for
+    an out-of-bounds access), the machine's kept beside it; should the interpreter find no fault (a
+    defect), the machine's message says whose thread it names."""
+    if not how:
+        return fault
+    try:
+        (interpret or (lambda: _interpret(cu_path, spec_path)))()
+    except ExecutionError as exc:
+        where = fault.split("\n  ")[1]  # "thread (t, 0, 0) of block (b, 0, 0) (warp w, lane l)"
+        return f"{exc}\n  (the model's trace: the machine's {where}; {how})"
+    return f"{fault}\n  (the machine's thread and block: {how}; --engine interp names the kernel's)"
 
 
 class PassResults:
@@ -861,10 +875,9 @@ def run_machine(
     how = (f"blocks of {kernel_threads} threads run as {parts} parts of {nthreads}" if parts > 1 else
            f"each of the machine's {nthreads} threads takes {kernel_threads // nthreads} of a block's "
            "threads in turns" if nthreads != kernel_threads else "")
-    note = f"the machine's thread and block: {how}; --engine interp names the kernel's" if how else ""
-    fault = fault_message(prog, trace, prompt, note)
+    fault = fault_message(prog, trace, prompt)
     if fault:
-        raise ExecutionError(fault)
+        raise ExecutionError(_kernel_fault(fault, how, cu_path, spec_path, interpret))
     if trace[-1] != P.ctl(P.HALT):
         raise ExecutionError(
             f"step limit reached: the model wrote {max_tokens:,} tokens without halting (the kernel may "

@@ -5,8 +5,8 @@ and ``.local`` addresses are offsets in their own space, and ``cvta`` maps them 
 the generic space. Buffers start 16-byte aligned (what ``ld.v4``/``st.v4`` need) and are separated
 by a guard gap of 16 to 31 bytes, so that an access up to 4 words past the end (or before the
 start) of one buffer is caught instead of landing in its neighbour. Why so tight: the machine in
-the weights holds the whole arena (4,096 words on the 2B shape); the 256-byte alignment and guard of version 1
-cost every buffer and module variable a 128-word slot.
+the weights holds the whole arena (16,384 words on the 2B shape); the 256-byte alignment and guard
+of version 1 cost every buffer and module variable a 128-word slot.
 """
 
 from __future__ import annotations

@@ -597,18 +597,19 @@ def test_trap_is_written_by_the_model(machine):
 
 
 @pytest.mark.slow
-def test_a_trap_in_a_block_taken_in_turns_names_the_machines_thread(machine):
-    """Thread 69 of a 128-thread block in turns traps: it is machine thread 37 (logical warp 2 is
-    machine warp 1 in turn 0), and the message says the thread is the machine's and how the block
-    runs; the interpreter names thread 69."""
+def test_a_trap_in_a_block_taken_in_turns_names_the_kernels_thread(machine):
+    """Thread 69 of a 128-thread block in turns traps: the model's trace names machine thread 37
+    (logical warp 2 is machine warp 1 in turn 0), so the message is the interpreter's, naming
+    thread 69 and the source line, with the machine's thread and how the block runs beside it."""
     from qwengpu.errors import ExecutionError
     from qwengpu.simt.core import TRAP_MESSAGE
 
     with pytest.raises(ExecutionError) as info:
         run_machine(K / "turns_trap.cu", model=machine[1], max_tokens=40000)
     msg = str(info.value)
-    assert msg.startswith(TRAP_MESSAGE) and "thread (37, 0, 0) of block (0, 0, 0)" in msg, msg
+    assert msg.startswith(TRAP_MESSAGE) and "thread (69, 0, 0)" in msg and "turns_trap.cu:7" in msg, msg
+    assert "the machine's thread (37, 0, 0) of block (0, 0, 0)" in msg, msg
     assert "each of the machine's 64 threads takes 2 of a block's threads in turns" in msg, msg
     with pytest.raises(ExecutionError) as ref:
         run_kernel(K / "turns_trap.cu")
-    assert "thread (69, 0, 0)" in str(ref.value)
+    assert str(ref.value) in msg

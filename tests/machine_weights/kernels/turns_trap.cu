@@ -1,5 +1,5 @@
 // A 128-thread block with a barrier (taken in turns by the machine's 64 threads) whose thread 69
-// traps after the barrier: the fault names the machine's thread and says so.
+// traps after the barrier: the fault names the kernel's thread (the interpreter words the model's fault).
 extern "C" __global__ void turns_trap(int* out) {
     __shared__ int s[128];
     s[threadIdx.x] = threadIdx.x;
