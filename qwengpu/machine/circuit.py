@@ -552,18 +552,18 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
 
 @dataclass
 class Pages:
-    """The page latches (``protocol.py``): the page of MEMADDR / DUMPADDR and of the dump's last word;
-    the lanes' word addresses."""
+    """The page latches (``protocol.py``): the page of MEMADDR / DUMPADDR and of the dump's last word."""
 
     page: Word | None  # None: a shape of one page (1,024 words)
     end: Word | None
-    words: list[Word]  # each lane's word address of the pass (an ``ld``'s uniform test)
 
 
-def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> tuple[Word, Pages]:
+def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
+                  ) -> tuple[Word, list[Word], Pages]:
     """Address add + global memory read (doc section 5): ONE read port over one copy of the
     memory, read at every token at the address of the lane whose result that token's step emits
     (the dump's word in DUMP mode); written by STORE(lane) tokens and the prompt's MEM loads.
+    Returns the port's word, each lane's word address (``load_result``) and the page latches.
 
     Why one port: a load's result leaves the machine one lane at a time (chunks, SHORT), so each
     step needs one lane's word, not four; the four lanes' addresses stay in the register file
@@ -585,13 +585,13 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> 
     words = [(ops.A[lane] + f["off"])[2 : 2 + gw_bits] for lane in range(LANES)]
     # MEMADDR / DUMPADDR: the control latch's 10 bits, the page latch's above them
     pg_bits = gw_bits - P.ADDR_BITS
-    pages = Pages(None, None, words)
+    pages = Pages(None, None)
     maddr = cur[:gw_bits]
     if pg_bits > 0:
         assert pg_bits <= P.PAGE_BITS
         pval = tok[P.PAGE_SHIFT : P.PAGE_SHIFT + pg_bits]
         pages = Pages(_latch(c, "gpg", pg_bits, pval, c.all_of([fx.is_page, ~fx.t[0]])),
-                      _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])), words)
+                      _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])))
         maddr = c.concat(cur[: P.ADDR_BITS], pages.page)
     sl = tok[0:2]
     st_word = c.select(sl, words)
@@ -624,18 +624,18 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands) -> 
         gmem.write(g_addr[:rb], g_data, ens[k])  # type: ignore[arg-type]
         reads.append(gmem.read(addr[:rb]))  # type: ignore[arg-type]
     if nbanks == 1:
-        return reads[0], pages
+        return reads[0], words, pages
     sel = addr[rb:gw_bits]
-    return c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)), pages  # type: ignore[arg-type]
+    return c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)), words, pages  # type: ignore[arg-type]
 
 
-def load_result(c: Circuit, fx: Fetch, dp: Results, pages: Pages) -> None:
+def load_result(c: Circuit, fx: Fetch, dp: Results, words: list[Word]) -> None:
     """``ld``: the pass's result per lane is the lane's word ADDRESS, so the latch's uniform test
     (equal results) reads "every lane loads the same word"; the word itself comes through the read
     port at each token that emits it (``emit``)."""
     is_ld = _match(c, fx.op, OP["ld"])
     for lane in range(LANES):
-        a = pages.words[lane]
+        a = words[lane]
         dp.res[lane] = c.mux(is_ld, c.concat(a, c.const(0, 32 - len(a))), dp.res[lane])
 
 
@@ -1045,10 +1045,10 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     fx = fetch_decode(c, shape)
     ops = register_file(c, shape, fx)
     if not shape.gmem_late:
-        pw, pages = global_memory(c, shape, fx, ops)
+        pw, words, pages = global_memory(c, shape, fx, ops)
     dp = datapath(c, fx, ops)
     if not shape.gmem_late:
-        load_result(c, fx, dp, pages)
+        load_result(c, fx, dp, words)
     sch = scheduler(c, fx, ops, dp.pc1)
     if shape.multiplier:
         multiplier(c, fx, ops, dp)
@@ -1059,8 +1059,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
         for lane in range(LANES):
             dp.res[lane] = c.mux(is_new, extra(c, fx, ops.A[lane], ops.B[lane])[:32], dp.res[lane])
     if shape.gmem_late:
-        pw, pages = global_memory(c, shape, fx, ops)
-        load_result(c, fx, dp, pages)
+        pw, words, pages = global_memory(c, shape, fx, ops)
+        load_result(c, fx, dp, words)
     em = emit(c, fx, ops, dp, sch, pw, pages)
     c.output("out", em.out)
     if debug:

@@ -501,9 +501,8 @@ def _kernel_fault(fault: str, how: str, cu_path, spec_path, interpret) -> str:
     defect), the machine's message says whose thread it names."""
     if not how:
         return fault
-    try:
-        (interpret or (lambda: _interpret(cu_path, spec_path)))()
-    except ExecutionError as exc:
+    exc = _interpreter_fault(cu_path, spec_path, interpret)
+    if exc is not None:
         where = fault.split("\n  ")[1]  # "thread (t, 0, 0) of block (b, 0, 0) (warp w, lane l)"
         return f"{exc}\n  (the model's trace: the machine's {where}; {how})"
     return f"{fault}\n  (the machine's thread and block: {how}; --engine interp names the kernel's)"
@@ -683,6 +682,17 @@ def _interpret(cu_path, spec_path) -> None:
     interp.launch(spec.grid, spec.block, bound.param_bytes, bound.gmem, dynamic_shared=spec.shared_bytes)
 
 
+def _interpreter_fault(cu_path, spec_path, interpret) -> ExecutionError | None:
+    """The reference interpreter's fault for the launch (None: it runs clean). ``interpret`` runs
+    it (the runner passes its own: the runtime does not import the runner); ``None``:
+    :func:`_interpret`."""
+    try:
+        (interpret or (lambda: _interpret(cu_path, spec_path)))()
+    except ExecutionError as exc:
+        return exc
+    return None
+
+
 def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, interpret, **kw) -> ModelRun:
     """The model's trace showed an out-of-bounds address: stop with the interpreter's message for
     the launch (thread, block, instruction, address and the nearest buffer). Should the interpreter
@@ -690,9 +700,8 @@ def _out_of_bounds(oob: OutOfBounds, cu_path, spec_path, interpret, **kw) -> Mod
 
     ``interpret`` runs the launch on the reference interpreter (the runner passes its own: the
     runtime does not import the runner, which sits above it); ``None``: :func:`_interpret`."""
-    try:
-        (interpret or (lambda: _interpret(cu_path, spec_path)))()
-    except ExecutionError as exc:
+    exc = _interpreter_fault(cu_path, spec_path, interpret)
+    if exc is not None:
         raise ExecutionError(f"{exc}\n  (the model's trace: block {oob.block}, thread {oob.thread}, pc "
                              f"{oob.pc}, address 0x{oob.address:x})") from None
     print(f"qwengpu: warning: the bounds watch flagged {oob} but the interpreter finds no fault; "
