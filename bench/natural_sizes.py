@@ -1,8 +1,8 @@
 """Issue 26's natural-size launches against the machine in the weights: what each needs, what the
 machine has, and the machine's own refusal; with ``--run``, the three kernels at the largest sizes
-today's memory allows (``fitting_specs``: a 5,120-element vector add in 20 blocks of 256 threads;
-the 256-thread block summing 4,000 ints and the 64 x 48 transpose in 16 x 16 blocks at their
-natural sizes), inside the 2B model.
+the machine allows (``fitting_specs``: all three at their natural sizes since the read-only words:
+the 8,192-element vector add in 32 blocks of 256 threads, the 256-thread block summing 4,000 ints,
+the 64 x 48 transpose in 16 x 16 blocks), inside the 2B model.
 
     python bench/natural_sizes.py                 # the table (seconds; no model)
     python bench/natural_sizes.py --run --json    # and the fitting launches in the model (minutes)
@@ -67,10 +67,10 @@ def needs(name: str, shape) -> dict:
     }
 
 
-#: the sizes of the three launches that fit the 2B machine's 16,384 words: the vector add's 5,120
-#: elements in 20 blocks of 256 threads (three buffers and their guards: 15,372 words; 8,192 need
-#: 24,588); the block sum's 4,000 ints and the 64 x 48 transpose at their natural sizes
-FIT_ELEMENTS, FIT_BLOCKS = 5120, 20
+#: the sizes of the three launches the 2B machine runs: all three natural (the vector add's 8,192
+#: elements in 32 blocks of 256 threads need 24,588 words: its two inputs go to the read-only words,
+#: its output stays in the 16,384 writable ones; 5,120 in 20 blocks was the most before them)
+FIT_ELEMENTS, FIT_BLOCKS = 8192, 32
 FIT_SUM = 4000
 FIT_W, FIT_H = 64, 48
 
@@ -110,6 +110,7 @@ def run_fitting(model, cfg, only: str = "") -> list[dict]:
     against NumPy's, bit for bit."""
     import tempfile
 
+    from qwengpu.model.configs import shape_for
     from qwengpu.runtime.engine import launch_shape, prepare, run_machine
     from qwengpu.spec import load_spec
 
@@ -121,7 +122,7 @@ def run_fitting(model, cfg, only: str = "") -> list[dict]:
             js = Path(tmp) / f"{stem}.json"
             js.write_text(json.dumps(spec))
             cu = NATURAL / f"{stem}.cu"
-            prompt = prepare(cu, js)[2]
+            prompt = prepare(cu, js, shape=shape_for(cfg))[2]
             threads, parts = launch_shape(prompt, load_spec(js))
             t0 = time.perf_counter()
             run = run_machine(cu, js, model=model, config=cfg, max_tokens=2_000_000)
@@ -156,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     from qwengpu.isa.limits import shared_words_for
 
     shared = shared_words_for(shape.gmem_words)
-    out: dict = {"machine": {"threads_at_once": shape.threads, "global_words": shape.gmem_words,
-                             "shared_words": shared}, "natural": rows}
+    total = shape.gmem_words + shape.ro_words
+    out: dict = {"machine": {"threads_at_once": shape.threads, "global_words": total,
+                             "writable_words": shape.gmem_words, "shared_words": shared}, "natural": rows}
     if args.run:
         import torch
 
@@ -169,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=1))
         return 0
     print(f"command: python bench/natural_sizes.py{' --run' if args.run else ''}\n")
-    print(f"| launch | grid x block | barriers | global words (machine: {shape.gmem_words:,}) | "
+    print(f"| launch | grid x block | barriers | global words (machine: {total:,}, "
+          f"{shape.gmem_words:,} writable) | "
           f"shared words ({shared:,}) | interpreter | the machine in the weights |")
     print("|---|---|---|---:|---:|---|---|")
     for r in rows:

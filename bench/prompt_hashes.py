@@ -27,7 +27,7 @@ def prompt_hashes(dirs: list[Path]) -> dict[str, str]:
     from qwengpu.machine.circuit import MachineShape
     from qwengpu.runtime.engine import prepare
 
-    shape = MachineShape(multiplier=True, fadd=True)  # the 2B shape (every mount, the default)
+    shape = MachineShape(multiplier=True, fadd=True, ro_words=49152)  # the 2B shape (every mount)
     out: dict[str, str] = {}
     for d in dirs:
         for js in sorted(d.glob("*.json")):

@@ -123,7 +123,7 @@ def machine(unit: Unit | None) -> LayoutReport:
             return fadd_shipped(c, a, b, [fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]])
         return unit(c, a, b)
 
-    shape = M.MachineShape(multiplier=True, fadd=True)
+    shape = M.MachineShape(multiplier=True, fadd=True, ro_words=49152)
     c = M.build_machine(shape, extra=lane if unit is not None else None)
     cfg = test_config(intermediate=6144)
     return LayoutReport.of(compile_circuit(c, cfg, mlp_reserve=M.mlp_reserve(shape)))

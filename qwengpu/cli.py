@@ -618,9 +618,12 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("blocks_per_launch", shape.blocks, "blocks per launch, one after another (1-D grid)"),
         ("registers", shape.nregs, "32-bit registers per thread"),
         ("predicates", shape.npreds, "1-bit predicates per thread"),
-        ("global_words", shape.gmem_words,
-         f"32-bit words of global memory (buffers 16-byte aligned, 4-word guards; pages of "
-         f"{P.PAGE_WORDS:,}, banks of {shape.gmem_bank_rows:,} rows, one read port)"),
+        ("global_words", shape.gmem_words + shape.ro_words,
+         f"32-bit words of global memory in all (buffers 16-byte aligned, 4-word guards; pages of "
+         f"{P.PAGE_WORDS:,}, one read port)"),
+        ("writable_words", shape.gmem_words,
+         f"of them writable (banks of {shape.gmem_bank_rows:,} rows, a word each; the rest holds "
+         "inputs no store reaches, four to a row, used when a launch does not fit these)"),
         ("shared_words", shared_words_for(shape.gmem_words),
          "32-bit words of shared memory per block (the top of global memory)"),
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),

@@ -210,9 +210,10 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     engines."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.codegen.soft import ROM_BUDGET, Options
-    from qwengpu.codegen.softmem import buffers_end, lower_for_weights
+    from qwengpu.codegen.softmem import buffers_end, lower_for_weights, read_only_end
     from qwengpu.isa.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
+    from qwengpu.ptx.readonly import read_only_args
     from qwengpu.simt.memory import place_module_globals
 
     if shape is None:
@@ -223,11 +224,11 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         shape = MachineShape()
     opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd}
     grid, block = tuple(spec.grid), tuple(spec.block)
-    try:
+    def refusal(high: list[str]) -> str | None:
         # (threads per block and blocks: plan_memory, in lower_for_weights, checks them with the
         # block's parts, as engine.prepare)
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
-        sized = bind(spec, inline_calls(module, fn))  # the buffers' words: spill slots get the rest
+        sized = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)  # spill slots get the rest
         place_module_globals(sized.gmem, lowered.layout.global_vars)
         budget = min(shape.rom_rows, ROM_BUDGET)  # as engine.prepare
         for _ in range(4):
@@ -244,13 +245,28 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
             return (f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates; "
                     f"the machine has {shape.nregs} / {shape.npreds}")
-        bound = bind(spec, inline_calls(module, fn))
+        bound = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)
         place_module_globals(bound.gmem, prog.layout.global_vars)
         mem.check_arena(buffers_end(bound.gmem))
+        if read_only_end(bound.gmem) > shape.gmem_words + shape.ro_words:
+            return (f"the launch's read-only inputs end at word {read_only_end(bound.gmem)}; the machine has "
+                    f"{shape.gmem_words} writable and {shape.ro_words} read-only words")
         nwords = (len(bound.gmem.arena) + 3) // 4
-        if nwords > shape.gmem_words:
-            return (f"the launch needs {nwords} words of global memory (with guard gaps); the machine has "
-                    f"{shape.gmem_words}")
+        if not high and nwords > shape.gmem_words:
+            raise MachineLimitError(f"the launch needs {nwords} words of global memory (with guard gaps); "
+                                    f"the machine has {shape.gmem_words}")
+        return None
+
+    try:
+        # inputs no store can reach go to the read-only words only when the launch does not fit
+        # the writable ones (as engine.prepare)
+        try:
+            return refusal([])
+        except MachineLimitError:
+            high = read_only_args(spec, inline_calls(module, fn)) if shape.ro_words else []
+            if not high:
+                raise
+            return refusal(high)
     except MachineLimitError as exc:
         return str(exc)
     except QwenGPUError:  # e.g. an instruction the lowering refuses: the machine engine says which

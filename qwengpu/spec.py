@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -430,16 +431,20 @@ def check_against_kernel(
             )
 
 
-def bind(spec: LaunchSpec, fn: Function) -> Bound:
+def bind(spec: LaunchSpec, fn: Function, high: Sequence[str] = (), high_at: int = 0) -> Bound:
     """Allocate buffers and pack the parameter bytes. The output buffers come first (in argument
     order), then the others: the machine reads results back as one range of words, so outputs
-    placed together keep the other buffers out of it."""
+    placed together keep the other buffers out of it. ``high``: inputs placed from byte
+    ``high_at`` on, read-only (the machine's read-only words: ``ptx.readonly`` proves no store
+    reaches them)."""
     gmem = GlobalMemory()
     buffers: dict[str, int] = {}
     ptrs = [a for a in spec.args if a.is_ptr]
+    if high:
+        gmem.start_high(high_at)
     for a in sorted(ptrs, key=lambda a: a.name not in spec.outputs):  # stable: outputs first
         assert a.data is not None
-        buffers[a.name] = gmem.alloc(a.name, a.data.tobytes())
+        buffers[a.name] = gmem.alloc(a.name, a.data.tobytes(), high=a.name in high)
     gmem.finalize()
     out = bytearray()
     for a, p in zip(spec.args, fn.params, strict=True):

@@ -28,6 +28,7 @@ from qwengpu.isa.sim import (
 )
 from qwengpu.ptx.inline import inline_calls
 from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.readonly import read_only_args
 from qwengpu.simt.interp import _find_kernel
 from qwengpu.spec import (
     bind,
@@ -70,7 +71,8 @@ def simulate(
         prog = regalloc(prog)
     check_program_limits(prog)
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
-    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes)  # type: ignore[attr-defined]
+    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes,  # type: ignore[attr-defined]
+                        read_only_args(spec, inline_calls(module, fn)))  # type: ignore[arg-type]
     sim = MachineSim(prog, max_steps=max_steps, trace=trace)
     st = sim.launch(
         spec.grid,

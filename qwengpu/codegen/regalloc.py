@@ -911,7 +911,7 @@ def allocate(
         if rmap is not None:
             break
         victim = _choose_victim(prog, fresh) if spill else None
-        if victim is None or (victim[1] is None and prog.spill_words >= LIMITS.global_words):
+        if victim is None or (victim[1] is None and prog.spill_words >= LIMITS.writable_words):
             raise MachineLimitError(
                 f"kernel {prog.name} needs {max(need_r, kr + 1)} registers after allocation; the machine has "
                 f"{kr} (at most {need_r} values are live at once; spilling did not make it fit)"

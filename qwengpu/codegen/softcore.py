@@ -2090,6 +2090,7 @@ def simulate_for_weights(
         check_program_limits,
     )
     from qwengpu.ptx.inline import inline_calls
+    from qwengpu.ptx.readonly import read_only_args
     from qwengpu.simt.interp import _find_kernel
     from qwengpu.spec import bind, read_outputs
 
@@ -2103,7 +2104,8 @@ def simulate_for_weights(
         prog = regalloc(prog)
     check_program_limits(prog)
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
-    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes)  # type: ignore[attr-defined]
+    check_launch_limits(prog, spec.grid, spec.block, bound.gmem, spec.shared_bytes,  # type: ignore[attr-defined]
+                        read_only_args(spec, inline_calls(module, fn)))  # type: ignore[arg-type]
     sim = MachineSim(prog, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
     st = sim.launch(
         spec.grid,  # type: ignore[attr-defined]

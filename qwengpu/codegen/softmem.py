@@ -315,7 +315,7 @@ def plan_memory(
     in how many parts each block runs: ``block_parts``)."""
     if prog.allocated:
         raise ValueError("plan_memory works on virtual registers: call it before allocate()")
-    top = gmem_words if gmem_words is not None else LIMITS.global_words
+    top = gmem_words if gmem_words is not None else LIMITS.writable_words
     grid, block = tuple(int(x) for x in grid), tuple(int(x) for x in block)  # type: ignore[assignment]
     sbytes = shared_size(prog, dynamic_shared)
     swords = (sbytes + 3) // 4
@@ -1109,7 +1109,17 @@ def _lower_for_weights(
 def buffers_end(gmem: object) -> int:
     """The gmem word after the launch's last buffer (what must fit below the machine's regions;
     the guard gap after it holds nothing)."""
-    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers]  # type: ignore[attr-defined]
+    ro = getattr(gmem, "ro_base", None)  # (buffers in the read-only words above do not count)
+    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers  # type: ignore[attr-defined]
+            if ro is None or b.start - GLOBAL_BASE < ro]
+    return max(ends, default=0)
+
+
+def read_only_end(gmem: object) -> int:
+    """The gmem word after the last buffer in the read-only words (0: none there)."""
+    ro = getattr(gmem, "ro_base", None)
+    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers  # type: ignore[attr-defined]
+            if ro is not None and b.start - GLOBAL_BASE >= ro]
     return max(ends, default=0)
 
 
@@ -1124,6 +1134,8 @@ def extend_gmem(gmem: object, plan: MemPlan) -> None:
     arena = gmem.arena  # type: ignore[attr-defined]
     plan.check_arena(buffers_end(gmem))
     total = 4 * plan.gmem_words
+    if getattr(gmem, "ro_base", None) is not None:  # the read-only words above stay
+        total = max(total, len(arena))
     new = np.zeros(total, dtype=np.uint8)
     n = min(len(arena), total)  # (beyond the last buffer: its zero guard gap)
     new[:n] = arena[:n]
@@ -1153,7 +1165,7 @@ def simulate_weights(
     """Lower, ``lower_for_weights`` and run on the ISA simulator as the circuit runs it (a 1-D
     launch of the linear thread/block indices, gmem persisting across blocks): (outputs, stats,
     allocated program, plan). ``gmem_words``: the machine's global memory (None: the 2B
-    machine's, ``LIMITS.global_words``)."""
+    machine's, ``LIMITS.writable_words``)."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.isa.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
     from qwengpu.ptx.inline import inline_calls

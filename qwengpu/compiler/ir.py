@@ -183,6 +183,10 @@ class Node:
     def inputs(self) -> list[Signal]:
         return []
 
+    def deps(self) -> list[Signal]:
+        """What must be computed before this node (its inputs; a bank's ``after`` too)."""
+        return [*self.inputs(), *getattr(self, "after", [])]
+
     def _new_outputs(self, names: Sequence[str]) -> list[Signal]:
         self.outputs = [Signal(self, i, n) for i, n in enumerate(names)]
         return self.outputs
@@ -244,6 +248,8 @@ class MemoryNode(Node):
         self.write_data: list[Signal] | None = None
         self.write_enable: Signal | None = None
         self.ports: list[ReadPortSpec] = []
+        #: signals the bank is placed after without reading them (``Memory.place_after``)
+        self.after: list[Signal] = []
 
     def inputs(self) -> list[Signal]:
         out: list[Signal] = []
@@ -508,6 +514,16 @@ class Memory:
             else:
                 node.write_enable = node.circuit.materialize(en)
 
+    def place_after(self, *bits: BitLike) -> None:
+        """Place the bank no earlier than the layer after ``bits`` (it does not read them). Why: a
+        bank whose inputs are ready early is placed early, and its outputs then cross every layer
+        up to their reader; one read late is placed beside it (its few inputs cross instead)."""
+        c = self.node.circuit
+        for b in bits:
+            bit = c.bit(b)
+            if not bit.is_const:
+                self.node.after.append(c.materialize(bit))
+
     def read(self, addr: Word) -> Word:
         node = self.node
         k = len(node.ports)
@@ -683,7 +699,7 @@ class CircuitGraph:
         for root in self.nodes:
             if state.get(id(root)) == 2:
                 continue
-            stack = [(root, iter(root.inputs()))]
+            stack = [(root, iter(root.deps()))]
             state[id(root)] = 1
             while stack:
                 node, it = stack[-1]
@@ -696,7 +712,7 @@ class CircuitGraph:
                                            "depend on a read of the same memory in the same token")
                     if st == 0:
                         state[id(p)] = 1
-                        stack.append((p, iter(p.inputs())))
+                        stack.append((p, iter(p.deps())))
                         advanced = True
                         break
                 if not advanced:

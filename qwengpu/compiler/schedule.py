@@ -81,7 +81,7 @@ def live_signals(circuit: CircuitGraph) -> tuple[set[int], list[Node]]:
                 continue
             if node.write_addr is None:
                 raise CircuitError(f"memory {node.name} is read but never written (it would read zeros)")
-            needed.update(id(s) for s in node.inputs())
+            needed.update(id(s) for s in [*node.inputs(), *node.after])
             needed.update(id(s) for s in node.outputs)
         elif isinstance(node, MlpNode):
             for f, s in zip(node.formulas, node.outputs, strict=True):
@@ -149,7 +149,7 @@ def place(circuit: CircuitGraph, shape: Shape, layer_type_at, needed: set[int], 
             if not node.ports:
                 continue
             memfit.check([node])  # fits an empty layer at all? (raises FitError saying why not)
-            p = _ceil_parity(max((pos[x] for x in node.inputs()), default=-1) + 1, odd=False)
+            p = _ceil_parity(max((pos[x] for x in [*node.inputs(), *node.after]), default=-1) + 1, odd=False)
             while True:
                 lp = layer(p // 2)
                 if lp.layer_type == LINEAR:

@@ -26,7 +26,10 @@ class Limits:
     blocks_per_launch: int = 65535  # one after another; 16-bit block latches in the weights
     registers: int = 32  # general registers per thread, after allocation
     predicates: int = 8  # one-bit predicate registers per thread (PT is extra)
-    global_words: int = 16384  # 32-bit words of global memory, all buffers together (the 2B machine)
+    # 32-bit words of global memory, all buffers together (the 2B machine), of which
+    # ``writable_words`` may be stored to; the rest holds inputs no store reaches (ptx.readonly)
+    global_words: int = 65536
+    writable_words: int = 16384
     # 32-bit words of shared memory per block (static + dynamic): carved from the top of the same
     # global words as the buffers (they must fit below it), so at most 3/4 of them (12,288 words
     # = 48 KB, CUDA's own static limit per block)
@@ -46,6 +49,7 @@ class Limits:
             "registers": "32-bit registers per thread (r0..r31) after allocation",
             "predicates": "1-bit predicates per thread (p0..p7; PT is the constant true)",
             "global_words": "32-bit words of global memory (all buffers together)",
+            "writable_words": "of them writable (the rest: inputs no store reaches)",
             "shared_words": "32-bit words of shared memory per block",
             "local_words": "32-bit words of local memory per thread (.local arrays; spills use free memory)",
             "param_words": "32-bit words of kernel parameters and launch constants",

@@ -18,7 +18,7 @@ instruction came from.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1214,8 +1214,10 @@ def check_launch_limits(
     block: tuple[int, int, int],
     gmem: GlobalMemory,
     dynamic_shared: int,
+    read_only: Sequence[str] = (),
 ) -> None:
-    """Refuse a launch the machine cannot run."""
+    """Refuse a launch the machine cannot run. ``read_only``: buffers no store reaches
+    (``ptx.readonly``): they count against the global words, not the writable ones."""
     nthreads = block[0] * block[1] * block[2]
     # this simulator runs the launch as it is (no parts: codegen.softmem.block_parts splits larger
     # blocks for the weights), so a block must fit the threads the machine holds at once
@@ -1224,6 +1226,8 @@ def check_launch_limits(
     words = sum((b.size + 3) // 4 for b in gmem.buffers)
     words += sum((v.size + 3) // 4 for v in prog.layout.global_vars)
     need("the launch", words, LIMITS.global_words, "words of global memory")
+    ro = sum((b.size + 3) // 4 for b in gmem.buffers if b.name in read_only)
+    need("the launch", words - ro, LIMITS.writable_words, "words of global memory it may store to")
     shared = prog.layout.static_shared + dynamic_shared
     if prog.layout.dynamic_shared_syms:
         shared = (prog.layout.static_shared + 15) // 16 * 16 + dynamic_shared

@@ -155,6 +155,11 @@ class MachineShape:
     #: 9.13 and 9.15)
     gmem_words: int = 16384
     gmem_bank_rows: int = 2048
+    #: read-only words above the writable ones (inputs no store can reach: ``ptx.readonly``), four
+    #: to a DeltaNet row in banks of ``ro_bank_rows`` rows (9.16): 49,152 on the 2B shape (65,536
+    #: words in all), 2,048 on the test shape; 0 (none) for a record that does not name them
+    ro_words: int = 0
+    ro_bank_rows: int = 2048
     #: global memory built after the scheduler and the units (the 2B shape: its banks take idle
     #: layers, 39 layers) or before the datapath, as in version 1 (the test shape: 48 fewer
     #: residual slots, so a mount on a 128-wide base keeps the width 2,048 and c = 4)
@@ -578,7 +583,8 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
     keeps its layer) and the loaded word joins the result late (``emit``), as the multiplier's
     does."""
     f, cur, staged, tok, idx = fx.f, fx.cur, fx.staged, fx.tok, fx.idx
-    gw_bits = (shape.gmem_words - 1).bit_length()
+    rw_bits = (shape.gmem_words - 1).bit_length()
+    gw_bits = (shape.gmem_words + shape.ro_words - 1).bit_length()
     rows = min(shape.gmem_bank_rows, shape.gmem_words)
     rb = (rows - 1).bit_length()
     nbanks = -(-shape.gmem_words // rows)
@@ -589,7 +595,7 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
     maddr = cur[:gw_bits]
     if pg_bits > 0:
         assert pg_bits <= P.PAGE_BITS
-        pval = tok[P.PAGE_SHIFT : P.PAGE_SHIFT + pg_bits]
+        pval = c.concat(*[tok[b] for b in P.PAGE_ARG_BITS[:pg_bits]])
         pages = Pages(_latch(c, "gpg", pg_bits, pval, c.all_of([fx.is_page, ~fx.t[0]])),
                       _latch(c, "dhp", pg_bits, pval, c.all_of([fx.is_page, fx.t[0]])))
         maddr = c.concat(cur[: P.ADDR_BITS], pages.page)
@@ -600,8 +606,10 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
     g_en = fx.is_store | c.all_of([fx.is_data, fx.m_mem])
     g_data = Word(c, [c.all_of([b, g_en]) for b in
                       c.mux(fx.is_store, st_data, c.concat(*staged[:NCHUNK])[:32]).bits])
-    ens = [g_en] if nbanks == 1 else [c.all_of([g_en, _match(c, g_addr[rb:gw_bits], k)])
-                                      for k in range(nbanks)]
+    # a writable bank takes a word whose address's high bits name it (a store into the read-only
+    # words above them names none: dropped; the bounds watch refuses it first)
+    ens = [c.all_of([g_en, _match(c, g_addr[rb:gw_bits], k)]) if gw_bits > rb else g_en
+           for k in range(nbanks)]
     # the lane whose word this step emits (``emit``'s order, from the early latch of the pass's
     # lanes): the pass's first lane at the executing token and at the uniform chunks, lane x at
     # its chunks 0 and 1, the next lane after x at its last chunk or its SHORT
@@ -621,18 +629,63 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
     addr = c.mux(fx.m_dump, maddr, c.select(c.encode(c.concat(*port)), words))
     # a bank reads (and writes) at row 0 unless this token's word is its own (an ld pass, the
     # dump; a store or MEM word into it): an idle bank's input then repeats from token to token,
-    # so the fast runtime's memo serves it (a bank step costs ~9 us instead of ~42 on the 2B shape)
+    # so the fast runtime's memo serves it (a bank step costs ~5 us instead of ~42 on the 2B shape)
     rd = c.any_of([fx.m_dump, fx.is_dumpaddr, _match(c, fx.op, OP["ld"])])
     sel = addr[rb:gw_bits]
-    reads = []
+    entries: list[Word] = []
     for k in range(nbanks):
-        gmem = c.memory("gmem" if nbanks == 1 else f"gmem_{k}", rows=rows, width=32)
+        gmem = c.memory("gmem" if nbanks == 1 and not shape.ro_words else f"gmem_{k}", rows=rows, width=32)
         gmem.write(Word(c, [c.all_of([b, ens[k]]) for b in g_addr[:rb].bits]), g_data, ens[k])
-        on = rd if nbanks == 1 else c.all_of([rd, _match(c, sel, k)])
-        reads.append(gmem.read(Word(c, [c.all_of([b, on]) for b in addr[:rb].bits])))
-    if nbanks == 1:
-        return reads[0], words, pages
-    return c.select(sel, reads + [reads[0]] * ((1 << len(sel)) - nbanks)), words, pages  # type: ignore[arg-type]
+        on = c.all_of([rd, _match(c, sel, k)]) if len(sel) else rd
+        entries.append(gmem.read(Word(c, [c.all_of([b, on]) for b in addr[:rb].bits])))
+    entries += read_only_memory(c, shape, fx, addr, maddr, rd, gw_bits, rows)
+    if len(entries) == 1:
+        return entries[0], words, pages
+    assert rw_bits <= gw_bits
+    return c.select(sel, entries + [entries[0]] * ((1 << len(sel)) - len(entries))), words, pages  # type: ignore[arg-type]
+
+
+def read_only_memory(c: Circuit, shape: MachineShape, fx: Fetch, addr: Word, maddr: Word, rd: Bit,
+                     gw_bits: int, rows: int) -> list[Word]:
+    """The read-only words above the writable ones (docs/machine-in-weights.md 9.16): four words a
+    row, ``ro_bank_rows`` rows a bank (one layer's 16 key heads on the 2B shape, 8,192 words),
+    written whole by the prompt (MEMADDR of the row's first word, then 12 chunks: the row is
+    written at chunk 11 from the 12 staged chunks), read through the same port as the writable
+    banks (the row at the address's middle bits, the word by its low two). Why: a store replaces
+    a DeltaNet row's whole value, so writable words take a row each; words never stored to can
+    share one, four times the words per layer. Returns one entry per ``rows`` words of the port's
+    select (the writable banks' granularity), from the first read-only word on."""
+    if not shape.ro_words:
+        return []
+    bw = 4 * shape.ro_bank_rows  # words per read-only bank
+    assert shape.gmem_words % bw == 0 and bw % rows == 0 and shape.ro_words % bw == 0
+    ob = (bw - 1).bit_length()
+    first = shape.gmem_words // bw  # the bank number (address >> ob) of the first read-only bank
+    row_bits = ob - 2
+    wen = c.all_of([fx.is_data, fx.m_mem, _match(c, fx.idx, 4 * NCHUNK - 1)])
+    # the row's 12 chunks from a stage of its own placed beside the banks (``place_after`` the
+    # port's address): the early stage's outputs would cross the crowded middle layers (132 bits;
+    # the 2B residual has no room there), this stage's inputs are 16 bits
+    late = c.memory("rostage", rows=16, width=P.CHUNK)
+    late.write(fx.idx, fx.d, c.all_of([fx.is_data, fx.m_mem]))
+    late.place_after(addr[0])
+    rows12 = [late.read(c.const(k, 4)) for k in range(4 * NCHUNK)]
+    data = c.concat(*[c.concat(*rows12[NCHUNK * j: NCHUNK * (j + 1)])[:32] for j in range(4)])
+    # an idle bank's input repeats (the fast runtime's memo): the data is 0 but at a prompt's row
+    # write (one gated copy for all the banks: only the prompt writes them); the row address is
+    # the MEMADDR latch's, which changes only at MEMADDR, DUMPADDR and PAGE tokens
+    wa = maddr[2:ob]
+    dg = Word(c, [c.all_of([b, wen]) for b in data.bits]) if shape.gmem_late else data
+    out: list[Word] = []
+    for k in range(shape.ro_words // bw):
+        bank = c.memory(f"romem_{k}", rows=shape.ro_bank_rows, width=128)
+        bank.write(wa, dg, c.all_of([wen, _match(c, maddr[ob:gw_bits], first + k)]))
+        on = c.all_of([rd, _match(c, addr[ob:gw_bits], first + k)])
+        row = bank.read(Word(c, [c.all_of([b, on]) for b in addr[2:ob].bits]))
+        word = c.select(addr[0:2], [row[32 * j: 32 * (j + 1)] for j in range(4)])
+        out += [word] * (bw // rows)
+    assert row_bits > 0
+    return out
 
 
 def load_result(c: Circuit, fx: Fetch, dp: Results, words: list[Word]) -> None:
@@ -1005,8 +1058,11 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
         # model writes PAGE(page + 1), and the step after it DUMPADDR(0) (``scheduler``)
         pg, npg = pages.page, len(pages.page)
         last = c.all_of([last, pg == pages.end])  # type: ignore[arg-type]
-        page_tok = c.concat(c.const(0, P.PAGE_SHIFT), (pg + 1)[:npg], c.const(0, 9 - P.PAGE_SHIFT - npg),
-                            c.const(1, 1), c.const(P.ctl(P.BANK) >> 10, 6))
+        nxp = (pg + 1)[:npg]
+        arg = [c.const(0, 1)[0]] * 9
+        for i, b in enumerate(P.PAGE_ARG_BITS[:npg]):
+            arg[b] = nxp[i]
+        page_tok = c.concat(*arg, c.const(1, 1), c.const(P.ctl(P.BANK) >> 10, 6))
         dn_tok = c.mux(c.all_of(list(cur[:10].bits)), page_tok, dn_tok)
     dn_tok = c.mux(last, halt, dn_tok)
     # a trap with an active lane stops the launch: FAULT(first such lane), then HALT

@@ -80,6 +80,7 @@ host names the instruction, thread and block from the PASS and BLOCK tokens befo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 CHUNK = 11  # data bits per DATA token
@@ -93,8 +94,10 @@ BLOCK_HI_BITS = 7  # the high part (BLOCKHI / NBLOCKSHI): 16 bits in all
 HI_FLAG = 1 << BLOCK_LO_BITS
 PAGE_WORDS = 1 << ADDR_BITS  # global-memory words a MEMADDR / DUMPADDR argument names
 PAGE_FLAG = 1 << 9  # BANK's argument bit 9: a page token (PAGE / ENDPAGE), not a ROM bank
-PAGE_SHIFT = 4  # the page number's place in the argument (bits 4..8)
-PAGE_BITS = 5  # up to 32 pages (32,768 words)
+PAGE_SHIFT = 4  # the page number's place in the argument (bits 4..8; bit 5 of it: argument bit 1)
+PAGE_BITS = 6  # up to 64 pages (65,536 words)
+#: the argument bit of each page bit (page bits 0..4 at argument bits 4..8, page bit 5 at bit 1)
+PAGE_ARG_BITS = (4, 5, 6, 7, 8, 1)
 IDX_UNIFORM = 12
 IDX_PRED = 15
 
@@ -150,21 +153,25 @@ def bank_of(arg: int) -> int:
 def page_arg(page: int, end: bool = False) -> int:
     """The BANK argument of PAGE(page) (or ENDPAGE(page): the page of the dump's last word)."""
     assert 0 <= page < 1 << PAGE_BITS
-    return PAGE_FLAG | (page << PAGE_SHIFT) | int(end)
+    return PAGE_FLAG | sum(((page >> i) & 1) << b for i, b in enumerate(PAGE_ARG_BITS)) | int(end)
 
 
-def mem_load(words: list[tuple[int, int]], nchunks: int) -> list[int]:
+def mem_load(words: list[tuple[int, int]], nchunks: int,
+             rows: Sequence[tuple[int, Sequence[int]]] = ()) -> list[int]:
     """The prompt tokens that load global memory: ``MEMADDR(w) DATA(0..nchunks-1)`` per (word,
-    value), a PAGE token before the first word of each page other than 0 (a blank latch reads 0).
-    Returns with the page latch at the last word's page (``dump_range`` resets it)."""
+    value), then ``MEMADDR(w) DATA(0..4*nchunks-1)`` per read-only row (its first word ``w``, a
+    multiple of 4, and its four values: the machine's read-only words hold four to a row), a PAGE
+    token before the first word of each page other than 0 (a blank latch reads 0). Returns with
+    the page latch at the last word's page (``dump_range`` resets it)."""
     out: list[int] = []
     page = 0
-    for w, v in words:
+    items = [(w, [v]) for w, v in words] + [(w, list(vs)) for w, vs in rows]
+    for w, vs in items:
         if w >> ADDR_BITS != page:
             page = w >> ADDR_BITS
             out.append(ctl(BANK, page_arg(page)))
         out.append(ctl(MEMADDR, w & (PAGE_WORDS - 1)))
-        out += [data(k, x) for k, x in enumerate(chunks(v, nchunks))]
+        out += [data(k, x) for k, x in enumerate(c for v in vs for c in chunks(v, nchunks))]
     return out
 
 
@@ -246,7 +253,8 @@ def decode(t: int) -> Token:
     if k in (BLOCK, NBLOCKS) and a & HI_FLAG:  # the high part of a block index / count
         return Token(f"{CTL_NAMES[k]}HI", a & (HI_FLAG - 1))
     if k == BANK and a & PAGE_FLAG:  # a page of global memory
-        return Token("ENDPAGE" if a & 1 else "PAGE", (a >> PAGE_SHIFT) & ((1 << PAGE_BITS) - 1))
+        page = sum(((a >> b) & 1) << i for i, b in enumerate(PAGE_ARG_BITS))
+        return Token("ENDPAGE" if a & 1 else "PAGE", page)
     return Token(CTL_NAMES[k] if k < len(CTL_NAMES) else f"CTL{k}", a)
 
 

@@ -8,6 +8,11 @@ from __future__ import annotations
 from qwengpu.machine.circuit import MachineShape
 
 DEFAULT_SHAPE = MachineShape()
+#: read-only words of the 2B shape: six banks of 2,048 rows of four words (one layer's 16 key heads
+#: each), above its 16,384 writable words: 65,536 in all (docs/machine-in-weights.md 9.16)
+RO_WORDS_2B = 49152
+#: the test shape's: one bank of 512 rows of four words (8 key heads of 128 rows, 64 bits each)
+SMALL_RO_WORDS, SMALL_RO_BANK_ROWS = 2048, 512
 #: the ROM of the machine in a shape without the units' room (the test shape): one 1,024-row bank.
 #: Four banks (4,096 rows, the 2B shape's) do not fit its residual (measured: FitError, "all 2041
 #: signal dimensions are taken"); the protocol is the same (12-bit pc, BANK tokens)
@@ -28,9 +33,10 @@ def shape_for(config) -> MachineShape:
     they have room (both measured on the 2B shape: bench/fadd_unit.py)."""
     room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
     if room:
-        return MachineShape(multiplier=True, fadd=True)
+        return MachineShape(multiplier=True, fadd=True, ro_words=RO_WORDS_2B)
     return MachineShape(rom_rows=SMALL_ROM_ROWS, gmem_words=SMALL_GMEM_WORDS,
-                        gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False)
+                        gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False,
+                        ro_words=SMALL_RO_WORDS, ro_bank_rows=SMALL_RO_BANK_ROWS)
 
 
 def test_config(hidden: int = 2048, intermediate: int = 2048):

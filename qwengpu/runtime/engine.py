@@ -311,7 +311,8 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     module = parse_ptx(compile_file(cu, options=COMPILE_OPTIONS), source_name=f"{cu.name} (PTX)")
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
-    from qwengpu.codegen.softmem import buffers_end, extend_gmem, lower_for_weights
+    from qwengpu.codegen.softmem import buffers_end, extend_gmem, lower_for_weights, read_only_end
+    from qwengpu.ptx.readonly import read_only_args
 
     # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
@@ -319,69 +320,91 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     grid, block = tuple(spec.grid), tuple(spec.block)
     from qwengpu.codegen.soft import ROM_BUDGET, Options
 
-    # the words the launch's buffers and module variables take: spill slots get what is left
-    layout = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]).layout
-    sized = bind(spec, inline_calls(module, fn))
-    place_module_globals(sized.gmem, layout.global_vars)
-    arena_words = buffers_end(sized.gmem)
-    # the lowering aims for ROM_BUDGET rows (prompt tokens); it takes the whole ROM only when the
-    # program does not fit that even with shared routines
-    budget = min(shape.rom_rows, ROM_BUDGET)
-    for _ in range(4):
-        lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
-        prog, mem = lower_for_weights(
-            lowered, grid, block, spec.shared_bytes,
-            options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd),
-            gmem_words=shape.gmem_words, arena_words=arena_words,
-        )
-        if len(prog.code) <= shape.rom_rows:
-            break
-        # the launch's own code (special registers, prologue, spill and local-memory code) came
-        # on top of what the expansion fitted into the budget: fit the expansion into less
-        budget -= len(prog.code) - shape.rom_rows + 8
-    check_program_limits(prog)
-    # the machine's launch: a block of more than 64 threads runs as ``mem.parts`` machine blocks
-    # (codegen.softmem.block_parts; the program recomputes tid and ctaid from the machine's)
-    nthreads, nblocks = mem.threads, mem.mblocks
-    if nthreads > shape.threads:
-        raise MachineLimitError(
-            f"the launch has {nthreads} threads per block; the machine has {shape.threads}"
-        )
-    if nblocks > shape.blocks:
-        raise MachineLimitError(f"the launch has {nblocks} blocks; the machine runs at most {shape.blocks}")
-    if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
-        raise MachineLimitError(f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates")
-    bound = bind(spec, inline_calls(module, fn))
-    # module __constant__ / __device__ variables follow the spec's buffers (their initial values are
-    # memory words of the prompt, like the buffers'), before the machine's own regions
-    global_addr = place_module_globals(bound.gmem, prog.layout.global_vars)
-    # the buffers must end below the machine's own regions (shared, local, spills, warp scratch)
-    mem.check_arena(max(((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in bound.gmem.buffers), default=0))
-    bank = _param_bank(prog, bound.param_bytes, global_addr)
-    rows = encode_program(prog, bank, block, shape, grid)  # type: ignore[arg-type]
-    arena = bound.gmem.arena
-    nwords = (len(arena) + 3) // 4
-    if nwords > shape.gmem_words:
-        raise MachineLimitError(
-            f"the launch needs {nwords} words of global memory (with guard gaps); the "
-            f"machine in the weights has {shape.gmem_words}"
-        )
-    words = np.frombuffer(arena.tobytes().ljust(nwords * 4, b"\0"), dtype="<u4")
-    prompt: list[int] = P.rom_load(rows, ROM_CHUNKS)
-    nonzero = [(w, int(v)) for w, v in enumerate(words) if v]
-    prompt += P.mem_load(nonzero, NCHUNK)
-    outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
-    if not outs:
-        raise MachineLimitError("the launch names no output buffer to read back")
-    lo = min((b.start - GLOBAL_BASE) // 4 for b in outs)
-    hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
-    prompt += [P.ctl(P.NTHREADS, nthreads), *P.block_tokens(P.NBLOCKS, nblocks)]
-    page = nonzero[-1][0] >> P.ADDR_BITS if nonzero else 0  # the page latch after the loads
-    prompt += [*P.dump_range(lo, hi - 1, page), P.ctl(P.BLOCK, 0)]
-    # the buffer table of the whole machine memory (the launch's buffers and the machine's own
-    # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
-    extend_gmem(bound.gmem, mem)
-    return spec, prog, prompt, bound.gmem, (lo, hi)
+    def placed(high: list[str]):
+        # the words the launch's buffers and module variables take: spill slots get what is left
+        layout = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]).layout
+        sized = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)
+        place_module_globals(sized.gmem, layout.global_vars)
+        arena_words = buffers_end(sized.gmem)
+        # the lowering aims for ROM_BUDGET rows (prompt tokens); it takes the whole ROM only when the
+        # program does not fit that even with shared routines
+        budget = min(shape.rom_rows, ROM_BUDGET)
+        for _ in range(4):
+            lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
+            prog, mem = lower_for_weights(
+                lowered, grid, block, spec.shared_bytes,
+                options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd),
+                gmem_words=shape.gmem_words, arena_words=arena_words,
+            )
+            if len(prog.code) <= shape.rom_rows:
+                break
+            # the launch's own code (special registers, prologue, spill and local-memory code) came
+            # on top of what the expansion fitted into the budget: fit the expansion into less
+            budget -= len(prog.code) - shape.rom_rows + 8
+        check_program_limits(prog)
+        # the machine's launch: a block of more than 64 threads runs as ``mem.parts`` machine blocks
+        # (codegen.softmem.block_parts; the program recomputes tid and ctaid from the machine's)
+        nthreads, nblocks = mem.threads, mem.mblocks
+        if nthreads > shape.threads:
+            raise MachineLimitError(
+                f"the launch has {nthreads} threads per block; the machine has {shape.threads}"
+            )
+        if nblocks > shape.blocks:
+            raise MachineLimitError(
+                f"the launch has {nblocks} blocks; the machine runs at most {shape.blocks}")
+        if prog.nregs > shape.nregs or prog.npreds > shape.npreds:
+            raise MachineLimitError(
+                f"kernel {prog.name} needs {prog.nregs} registers / {prog.npreds} predicates")
+        bound = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)
+        # module __constant__ / __device__ variables follow the spec's buffers (their initial values are
+        # memory words of the prompt, like the buffers'), before the machine's own regions
+        global_addr = place_module_globals(bound.gmem, prog.layout.global_vars)
+        # the buffers must end below the machine's own regions (shared, local, spills, warp scratch)
+        mem.check_arena(buffers_end(bound.gmem))
+        bank = _param_bank(prog, bound.param_bytes, global_addr)
+        rows = encode_program(prog, bank, block, shape, grid)  # type: ignore[arg-type]
+        arena = bound.gmem.arena
+        nwords = (len(arena) + 3) // 4
+        ro_end = read_only_end(bound.gmem)
+        if ro_end > shape.gmem_words + shape.ro_words:
+            raise MachineLimitError(
+                f"the launch's read-only inputs end at word {ro_end}; the machine in the weights has "
+                f"{shape.gmem_words} writable and {shape.ro_words} read-only words")
+        if not ro_end and nwords > shape.gmem_words:
+            raise MachineLimitError(
+                f"the launch needs {nwords} words of global memory (with guard gaps); the "
+                f"machine in the weights has {shape.gmem_words}"
+            )
+        words = np.frombuffer(arena.tobytes().ljust(nwords * 4, b"\0"), dtype="<u4")
+        prompt: list[int] = P.rom_load(rows, ROM_CHUNKS)
+        rw = min(nwords, shape.gmem_words)
+        nonzero = [(w, int(v)) for w, v in enumerate(words[:rw]) if v]
+        ro_rows = [(w, [int(x) for x in words[w: w + 4]]) for w in range(rw, (ro_end + 3) // 4 * 4, 4)
+                   if words[w: w + 4].any()]
+        prompt += P.mem_load(nonzero, NCHUNK, ro_rows)
+        outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
+        if not outs:
+            raise MachineLimitError("the launch names no output buffer to read back")
+        lo = min((b.start - GLOBAL_BASE) // 4 for b in outs)
+        hi = max((b.start - GLOBAL_BASE + b.size + 3) // 4 for b in outs)
+        prompt += [P.ctl(P.NTHREADS, nthreads), *P.block_tokens(P.NBLOCKS, nblocks)]
+        last = ro_rows[-1][0] if ro_rows else nonzero[-1][0] if nonzero else 0
+        page = last >> P.ADDR_BITS  # the page latch after the loads
+        prompt += [*P.dump_range(lo, hi - 1, page), P.ctl(P.BLOCK, 0)]
+        # the buffer table of the whole machine memory (the launch's buffers and the machine's own
+        # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
+        extend_gmem(bound.gmem, mem)
+        return spec, prog, prompt, bound.gmem, (lo, hi)
+
+    # inputs no store can reach go to the read-only words only when the launch does not fit the
+    # writable ones (every launch that fits keeps its prompt)
+    try:
+        return placed([])
+    except MachineLimitError:
+        high = read_only_args(spec, inline_calls(module, fn)) if shape.ro_words else []
+        if not high:
+            raise
+        return placed(high)
 
 
 def launch_shape(prompt: list[int], spec) -> tuple[int, int]:
@@ -622,7 +645,7 @@ class BoundsWatch:
         ins = self.prog.code[pc]
         lanes = [x for x in range(4) if mask >> x & 1 and self._guard(ins, 4 * g + x)]
         if ins.op in ("ld", "st", "atom") and ins.mod("space") in ("global", "const"):
-            self._check(ins, g, pc, res.stores if ins.op == "st" else lanes)
+            self._check(ins, g, pc, res.stores if ins.op == "st" else lanes, ins.op != "ld")
         rd = next((d for d in ins.d if isinstance(d, R)), None)
         if rd is not None:
             for x, v in res.values(lanes).items():
@@ -634,7 +657,7 @@ class BoundsWatch:
                 if en >> x & 1:
                     self.preds[(4 * g + x, pd.n)] = bool(vals >> x & 1)
 
-    def _check(self, ins: MInstr, g: int, pc: int, lanes: list[int]) -> None:
+    def _check(self, ins: MInstr, g: int, pc: int, lanes: list[int], store: bool = False) -> None:
         if not lanes:
             return
         a, base, off = ins.s[0], ins.mod("base") or 0, ins.mod("off") or 0
@@ -648,6 +671,15 @@ class BoundsWatch:
         for x, v, addr, good in zip(lanes, vals, addrs, ok, strict=True):
             if not good or (not zext and v == POISON):
                 raise OutOfBounds(self.block, 4 * g + x, pc, addr)
+        if store and self.gmem.has_readonly:
+            for x, addr in zip(lanes, addrs, strict=True):
+                buf = next((b for b in self.gmem.buffers
+                            if b.readonly and b.start <= addr < b.start + b.size), None)
+                if buf is not None:  # the weights would drop it: stop instead
+                    raise ExecutionError(
+                        f"block {self.block}, thread {4 * g + x}, pc {pc}: a store into '{buf.name}' "
+                        f"(address 0x{addr:x}), which the machine holds read-only (an input the "
+                        "read-only proof, ptx.readonly, found no store to: a defect of that proof)")
 
     def feed(self, token: int) -> None:
         tk = self.reader.read(token)

@@ -44,19 +44,36 @@ class GlobalMemory:
         self._starts = np.zeros(0, dtype=np.uint64)
         self._ends = np.zeros(0, dtype=np.uint64)
         self.has_readonly = False
+        #: byte offset of the machine's read-only region (``alloc(high=True)`` buffers go there,
+        #: everything else below it); None: no buffer is there
+        self.ro_base: int | None = None
+        self._high_top = 0
 
-    def alloc(self, name: str, data: bytes, *, size: int | None = None, readonly: bool = False) -> int:
-        """Reserve a buffer holding ``data`` (zero-padded to ``size``); returns its address."""
+    def alloc(self, name: str, data: bytes, *, size: int | None = None, readonly: bool = False,
+              high: bool = False) -> int:
+        """Reserve a buffer holding ``data`` (zero-padded to ``size``); returns its address.
+        ``high``: in the read-only region (``start_high``), read-only."""
         size = len(data) if size is None else size
-        off = (self._top + ALIGN - 1) // ALIGN * ALIGN
-        self._top = off + size + GUARD
+        if high:
+            assert self.ro_base is not None
+            off = (self._high_top + ALIGN - 1) // ALIGN * ALIGN
+            self._high_top = off + size + GUARD
+            readonly = True
+        else:
+            off = (self._top + ALIGN - 1) // ALIGN * ALIGN
+            self._top = off + size + GUARD
         self._chunks.append((off, bytes(data)))
         self.buffers.append(Buffer(name, GLOBAL_BASE + off, size, readonly))
         return GLOBAL_BASE + off
 
+    def start_high(self, offset: int) -> None:
+        """Open the read-only region at byte ``offset`` (the machine's first read-only word)."""
+        self.ro_base = offset
+        self._high_top = offset
+
     def finalize(self) -> None:
         """Materialize the arena after every allocation is made."""
-        total = (self._top + 7) // 8 * 8
+        total = (max(self._top, self._high_top) + 7) // 8 * 8
         self.arena = np.zeros(total, dtype=np.uint8)
         for off, data in self._chunks:
             self.arena[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)

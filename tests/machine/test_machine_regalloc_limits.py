@@ -211,7 +211,7 @@ def _run_cuda(tmp_path, src: str, spec: dict):
     [
         (1, 65, 65, "the launch needs 65 threads per block; the machine has 64"),
         ([256, 256, 1], 1, 65, "the launch needs 65536 blocks; the machine has 65535"),
-        (1, 1, 16385, "the launch needs 16385 words of global memory; the machine has 16384"),
+        (1, 1, 16385, "the launch needs 16385 words of global memory it may store to; the machine has 16384"),
     ],
 )
 def test_launch_limits(tmp_path, grid: int | list[int], block: int, size: int, msg: str) -> None:

@@ -243,7 +243,7 @@ def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
     monkeypatch.setattr(memory, "ALIGN", 256)
     monkeypatch.setattr(memory, "GUARD", 256)
     with pytest.raises(MachineLimitError, match="need 1396 words of global memory"):
-        prepare(K / "tails.cu", shape=replace(shape_for(machine[1].config), gmem_words=1024))
+        prepare(K / "tails.cu", shape=replace(shape_for(machine[1].config), gmem_words=1024, ro_words=0))
 
 
 @pytest.mark.slow
@@ -613,3 +613,55 @@ def test_a_trap_in_a_block_taken_in_turns_names_the_kernels_thread(machine):
     with pytest.raises(ExecutionError) as ref:
         run_kernel(K / "turns_trap.cu")
     assert str(ref.value) in msg
+
+
+VADD_RO = """extern "C" __global__ void vadd_ro(const int* a, const int* b, int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (a[i] + b[i]) ^ (i << 3);
+}
+"""
+
+
+def _vadd_ro(tmp_path, n: int):
+    """A vector add of ``n`` ints (64-thread blocks) and what it means, computed with NumPy."""
+    import json
+
+    rng = np.random.default_rng(n)
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    with np.errstate(over="ignore"):
+        want = (a + b) ^ (np.arange(n, dtype=np.int32) << 3)
+    (tmp_path / "vadd_ro.cu").write_text(VADD_RO)
+    (tmp_path / "vadd_ro.json").write_text(json.dumps({
+        "kernel": "vadd_ro", "grid": n // 64, "block": 64,
+        "args": [{"name": "a", "type": "i32*", "data": a.tolist()},
+                 {"name": "b", "type": "i32*", "data": b.tolist()},
+                 {"name": "out", "type": "i32*", "data": [0] * n}, {"name": "n", "type": "i32", "value": n}],
+        "outputs": ["out"]}))
+    return tmp_path / "vadd_ro.cu", want
+
+
+def test_inputs_no_store_reaches_take_the_read_only_words_when_the_writable_ones_are_full(machine, tmp_path):
+    """Read-only words (``MachineShape.ro_words``, four to a DeltaNet row): a vector add of 768 ints
+    needs 2,316 words with its guards, more than the test shape's 2,048 writable ones; its two inputs,
+    which no store reaches (``ptx.readonly``), go above them, loaded a row (MEMADDR + 12 chunks) per
+    four words, and the model reads them through the one read port: the output is what the kernel
+    means, bit for bit. A launch that fits the writable words keeps its placement (and its prompt)."""
+    from qwengpu.model.configs import shape_for
+    from qwengpu.simt.memory import GLOBAL_BASE
+
+    shape = shape_for(machine[1].config)
+    cu, want = _vadd_ro(tmp_path, 768)
+    _, _, prompt, gmem, _ = prepare(cu, shape=shape)
+    placed = {b.name: (b.start - GLOBAL_BASE) // 4 for b in gmem.buffers}
+    assert placed["out"] < shape.gmem_words <= placed["a"] < placed["b"] < shape.gmem_words + shape.ro_words
+    assert {b.name for b in gmem.buffers if b.readonly} == {"a", "b"}
+    r = P.Reader()
+    toks = [r.read(t) for t in prompt]
+    rows = [i for i, t in enumerate(toks) if t.kind == "MEMADDR" and toks[i + 12].kind == "DATA"
+            and toks[i + 12].a == 11]
+    assert len(rows) == 2 * 768 // 4  # every input row: one MEMADDR and 12 chunks
+    run = run_machine(cu, model=machine[1], max_tokens=80_000)
+    assert run.passed and run.outputs["out"].tolist() == want.tolist()
+    small, _ = _vadd_ro(tmp_path, 64)
+    assert not any(b.readonly for b in prepare(small, shape=shape)[3].buffers)

@@ -1,0 +1,86 @@
+"""The machine's read-only words (``MachineShape.ro_words``): page tokens of 6 bits, row loads, and
+where a launch's buffers go (``engine.prepare``, ``runner.machine_limit_reason``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qwengpu.errors import MachineLimitError
+from qwengpu.machine import protocol as P
+from qwengpu.model.configs import shape_for
+from qwengpu.runtime.engine import machine_config, prepare
+from qwengpu.simt.memory import GLOBAL_BASE
+
+
+def test_page_tokens_name_64_pages_and_keep_the_first_32_as_before():
+    for page in range(64):
+        for end in (False, True):
+            tk = P.Reader().read(P.ctl(P.BANK, P.page_arg(page, end)))
+            assert (tk.kind, tk.a) == ("ENDPAGE" if end else "PAGE", page)
+    # pages below 32 keep their tokens (every earlier prompt is unchanged); page bit 5 is argument bit 1
+    assert P.page_arg(5) == P.PAGE_FLAG | 5 << 4 and P.page_arg(37) == P.PAGE_FLAG | 5 << 4 | 2
+
+
+def test_a_read_only_row_is_one_memaddr_and_twelve_chunks():
+    toks = [P.Reader().read(t) for t in P.mem_load([(7, 1)], 3, [(33 * 1024 + 8, (1, 2, 3, 0xFFFFFFFF))])]
+    kinds = [t.kind for t in toks]
+    assert kinds == ["MEMADDR", "DATA", "DATA", "DATA", "PAGE", "MEMADDR"] + ["DATA"] * 12
+    assert toks[4].a == 33 and toks[5].a in (8, 33 * 1024 + 8)
+    data = toks[6:]
+    assert [t.a for t in data] == list(range(12))  # DATA(index, chunk)
+    words = [sum(data[3 * j + i].b << (11 * i) for i in range(3)) & 0xFFFFFFFF for j in range(4)]
+    assert words == [1, 2, 3, 0xFFFFFFFF]
+
+
+def _write(tmp_path, src: str, spec: dict):
+    (tmp_path / "k.cu").write_text(src)
+    (tmp_path / "k.json").write_text(json.dumps(spec))
+    return tmp_path / "k.cu"
+
+
+VADD = """extern "C" __global__ void k(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}"""
+
+
+def test_the_8192_element_vector_add_fits_the_2b_machine(tmp_path):
+    """The issue's natural size: 32 blocks of 256 threads over 8,192 floats (24,588 words with guards;
+    16,384 are writable): the two inputs go to the read-only words, the output stays below them."""
+    n = 8192
+    cu = _write(tmp_path, VADD, {"kernel": "k", "grid": 32, "block": 256, "args": [
+        {"name": "a", "type": "f32*", "data": [1.5] * n}, {"name": "b", "type": "f32*", "data": [2.0] * n},
+        {"name": "out", "type": "f32*", "size": n}, {"name": "n", "type": "i32", "value": n}],
+        "outputs": ["out"]})
+    shape = shape_for(machine_config("2b"))
+    _, _, prompt, gmem, (lo, hi) = prepare(cu, shape=shape)
+    where = {b.name: ((b.start - GLOBAL_BASE) // 4, b.readonly) for b in gmem.buffers}
+    assert where["out"][0] + n <= shape.gmem_words and not where["out"][1]
+    assert where["a"][1] and where["b"][1] and where["a"][0] >= shape.gmem_words
+    assert hi <= shape.gmem_words  # the dump reads the output only
+    assert sum(1 for t in prompt if P.Reader().read(t).kind == "PAGE") >= 12
+
+
+def test_an_input_the_kernel_stores_to_is_never_read_only(tmp_path):
+    """The same sizes, but the kernel also writes into ``a``: no read-only placement; refused by the
+    writable words, naming them."""
+    n = 8192
+    src = VADD.replace("out[i] = a[i] + b[i];", "out[i] = a[i] + b[i]; ((float*)a)[i] = 0.0f;")
+    cu = _write(tmp_path, src, {"kernel": "k", "grid": 32, "block": 256, "args": [
+        {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
+        {"name": "out", "type": "f32*", "size": n}, {"name": "n", "type": "i32", "value": n}],
+        "outputs": ["out"]})
+    with pytest.raises(MachineLimitError, match="words"):
+        prepare(cu, shape=shape_for(machine_config("2b")))
+
+
+def test_inputs_beyond_the_read_only_words_are_refused_naming_them(tmp_path):
+    n = 30000  # two inputs of 30,000 words: 60,008 with guards, 49,152 read-only words
+    cu = _write(tmp_path, VADD, {"kernel": "k", "grid": 118, "block": 256, "args": [
+        {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
+        {"name": "out", "type": "f32*", "size": 16}, {"name": "n", "type": "i32", "value": 16}],
+        "outputs": ["out"]})
+    with pytest.raises(MachineLimitError, match="read-only"):
+        prepare(cu, shape=shape_for(machine_config("2b")))
