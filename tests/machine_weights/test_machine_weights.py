@@ -665,3 +665,18 @@ def test_inputs_no_store_reaches_take_the_read_only_words_when_the_writable_ones
     assert run.passed and run.outputs["out"].tolist() == want.tolist()
     small, _ = _vadd_ro(tmp_path, 64)
     assert not any(b.readonly for b in prepare(small, shape=shape)[3].buffers)
+
+
+def test_a_store_into_a_read_only_input_is_refused_by_the_bounds_watch(machine, tmp_path, monkeypatch):
+    """The backstop behind the proof: were an input the kernel stores to placed in the read-only
+    words (here forced, by replacing the proof), the circuit would drop the store; the bounds watch
+    stops the launch first, naming the thread, the instruction and the buffer."""
+    from qwengpu.errors import ExecutionError
+    from qwengpu.ptx import readonly
+
+    cu, _ = _vadd_ro(tmp_path, 768)
+    cu.write_text(VADD_RO.replace("^ (i << 3);", "^ (i << 3); ((int*)b)[i] = 7;"))
+    assert readonly.read_only_args.__name__ == "read_only_args"
+    monkeypatch.setattr(readonly, "read_only_args", lambda spec, fn: ["a", "b"])
+    with pytest.raises(ExecutionError, match=r"thread \d+, pc \d+: a store into 'b'.*read-only"):
+        run_machine(cu, model=machine[1], max_tokens=80_000)
