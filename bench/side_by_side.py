@@ -11,6 +11,11 @@ interpreter by machine_weights.py; a kernel that is not exact in either tree is 
     python bench/side_by_side.py --base 695abf7 --shape 2b            # dot, dot_int, the 10-kernel sample
     python bench/side_by_side.py --base 695abf7 --shape test -k vec_add,gcd
     python bench/side_by_side.py --from-logs BEFORE.jsonl AFTER.jsonl   # print the table of two logs
+    python bench/side_by_side.py --base 695abf7 --shape 2b --runtime-of-this-tree
+
+``--runtime-of-this-tree`` copies this tree's fast runtime (``qwengpu/runtime/fast.py``, which only
+reads the stock modules' weights) into the baseline's worktree before it runs, so the two machines
+are compared on one runtime: the ratio then says what the machine costs, not what the runtime gained.
 
 Tokens per PTX warp instruction divide the trace's tokens by the reference interpreter's warp
 instruction count of the same launch (what the user's kernel costs), as bench/ptx_density.py does.
@@ -111,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", default="", help="kernels of kernels/ (comma-separated; default: the sample)")
     ap.add_argument("--out", type=Path, help="keep the two logs here (BEFORE.jsonl, AFTER.jsonl)")
     ap.add_argument("--from-logs", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--runtime-of-this-tree", action="store_true",
+                    help="run the baseline's machine on this tree's fast runtime (qwengpu/runtime/fast.py)")
     args = ap.parse_args(argv)
     names = args.k.split(",") if args.k else list(SAMPLE)
     items = [d for d in DEMOS if not args.k] + [("kernels", n) for n in names]
@@ -124,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             base = Path(tmp) / "tree"
             subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.base], cwd=ROOT,
                            check=True)
+            if args.runtime_of_this_tree:
+                fast = "qwengpu/runtime/fast.py"
+                (base / fast).write_bytes((ROOT / fast).read_bytes())
             try:
                 for which, tree in (("before", base), ("after", ROOT)):
                     by_dir: dict[str, list[str]] = {}
@@ -136,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         before, after = _rows(logs["before"]), _rows(logs["after"])
         print(f"logs: {logs['before']} {logs['after']}", file=sys.stderr)
     ptx = ptx_counts(items)
-    print(f"shape {args.shape}; before = {args.base}, after = this tree\n")
+    same = " (its machine on this tree's fast runtime)" if args.runtime_of_this_tree else ""
+    print(f"shape {args.shape}; before = {args.base}{same}, after = this tree\n")
     print(table(before, after, ptx, [n for _, n in items]))
     print(f"\ncommand: python bench/side_by_side.py {' '.join(sys.argv[1:] if argv is None else argv)}")
     return 0
