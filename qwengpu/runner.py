@@ -213,7 +213,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     from qwengpu.codegen.softmem import buffers_end, lower_for_weights, read_only_end
     from qwengpu.isa.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
-    from qwengpu.ptx.readonly import read_only_args
+    from qwengpu.ptx.readonly import writable_first
     from qwengpu.simt.memory import place_module_globals
 
     if shape is None:
@@ -258,15 +258,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         return None
 
     try:
-        # inputs no store can reach go to the read-only words only when the launch does not fit
-        # the writable ones (as engine.prepare)
-        try:
-            return refusal([])
-        except MachineLimitError:
-            high = read_only_args(spec, inline_calls(module, fn)) if shape.ro_words else []
-            if not high:
-                raise
-            return refusal(high)
+        return writable_first(refusal, spec, lambda: inline_calls(module, fn), bool(shape.ro_words))
     except MachineLimitError as exc:
         return str(exc)
     except QwenGPUError:  # e.g. an instruction the lowering refuses: the machine engine says which

@@ -16,7 +16,13 @@ is the backstop: a store into a read-only word is refused with a message, never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from qwengpu.errors import MachineLimitError
 from qwengpu.ptx.ir import Addr, Function, Instr, Neg, Pair, Reg, Sym, Vec
+
+T = TypeVar("T")
 
 UNKNOWN = -1  # "may be any pointer": a value loaded from memory
 STORE_OPS = ("st", "atom", "red")
@@ -130,3 +136,18 @@ def read_only_args(spec, fn: Function) -> list[str]:
         return []
     return [a.name for i, a in enumerate(spec.args)
             if a.is_ptr and i not in written and a.name not in spec.outputs]
+
+
+def writable_first(place: Callable[[list[str]], T], spec, body: Callable[[], Function],
+                   has_read_only_words: bool) -> T:
+    """``place([])``: every buffer in the writable words. Only when that is refused for a machine
+    limit, and the machine has read-only words, ``place`` again with the inputs proven read-only
+    (over ``body()``, the kernel with its calls inlined) moved there: every launch that fits the
+    writable words keeps its placement and its prompt."""
+    try:
+        return place([])
+    except MachineLimitError:
+        high = read_only_args(spec, body()) if has_read_only_words else []
+        if not high:
+            raise
+        return place(high)

@@ -312,7 +312,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     fn = _find_kernel(module, spec.kernel)
     check_against_kernel(spec, fn, c_signature(cu.read_text(), spec.kernel))
     from qwengpu.codegen.softmem import buffers_end, extend_gmem, lower_for_weights, read_only_end
-    from qwengpu.ptx.readonly import read_only_args
+    from qwengpu.ptx.readonly import writable_first
 
     # multiplications, floats, shared/local memory, atomics, warp ops and 2-D/3-D launch indices
     # (whatever has a sequence of weight ops) become sequences here, for this launch (softmem.py);
@@ -396,15 +396,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         extend_gmem(bound.gmem, mem)
         return spec, prog, prompt, bound.gmem, (lo, hi)
 
-    # inputs no store can reach go to the read-only words only when the launch does not fit the
-    # writable ones (every launch that fits keeps its prompt)
-    try:
-        return placed([])
-    except MachineLimitError:
-        high = read_only_args(spec, inline_calls(module, fn)) if shape.ro_words else []
-        if not high:
-            raise
-        return placed(high)
+    return writable_first(placed, spec, lambda: inline_calls(module, fn), bool(shape.ro_words))
 
 
 def launch_shape(prompt: list[int], spec) -> tuple[int, int]:
