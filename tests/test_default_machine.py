@@ -147,7 +147,7 @@ def test_machine_info_prints_the_default_machine_and_its_units() -> None:
         assert info["in_weights"]["program"] == shape.rom_rows
         assert info["in_weights"]["writable_words"] == shape.gmem_words == {"2b": 16384, "test": 2048}[want]
         assert info["in_weights"]["global_words"] == shape.gmem_words + shape.ro_words == {"2b": 65536,
-                                                                                          "test": 4096}[want]
+                                                                                          "test": 2048}[want]
         assert info["in_weights"]["shared_words"] == shape.gmem_words * 3 // 4
     assert info["layer_shape"]["intermediate_size"] != TWO_B["intermediate_size"]  # the test shape, last
     text = _cli("machine", "info", env_shape=None)

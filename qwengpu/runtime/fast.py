@@ -122,10 +122,6 @@ try:  # scipy's C loop over CSR rows (sequential sums; exact by the same argumen
     from scipy.sparse import csr_matrix as _csr_matrix
 except ImportError:  # pragma: no cover - scipy is optional: numpy reduceat does the same sums
     _csr_matrix = None
-try:  # the C routine behind ``csr_matrix @ x``, without its ~3 µs of Python checks per call
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
-except ImportError:  # pragma: no cover - a scipy without it: the public ``@`` (the same loop)
-    _csr_matvec = None
 
 
 @dataclass
@@ -158,16 +154,9 @@ class SparseRows:
                    nonempty.astype(np.intp))
 
     def into(self, x: np.ndarray, y: np.ndarray) -> None:
-        """``y := A x``; ``y`` must hold zeros on entry (float32, contiguous, both).
-
-        ``csr_matvec`` is the loop ``A @ x`` runs: each row's sum starts from ``y``'s zero, so the
-        direct call gives the same bits as ``y += A @ x`` (tests/runtime compare the traces)."""
+        """``y += A x`` (``y`` holds zeros on entry: then it is ``A x``); float32, contiguous."""
         if self.mat is not None:
-            m = self.mat
-            if _csr_matvec is not None:
-                _csr_matvec(self.nrows, self.ncols, m.indptr, m.indices, m.data, x, y)
-            else:  # pragma: no cover
-                y += m @ x
+            y += self.mat @ x
         elif len(self.vals):
             y[self.nonempty] += np.add.reduceat(self.vals * x[self.idx], self.starts)
 

@@ -20,7 +20,7 @@ from qwengpu.codegen.soft import run_for_weights
 from qwengpu.errors import MachineLimitError
 from qwengpu.machine import protocol as P
 from qwengpu.runner import run_kernel
-from qwengpu.runtime.engine import machine_model, prepare, run_machine, trace_counts
+from qwengpu.runtime.engine import machine_config, machine_model, prepare, run_machine, trace_counts
 
 K = Path(__file__).parent / "kernels"
 ROOT = Path(__file__).resolve().parents[2]
@@ -641,16 +641,26 @@ def _vadd_ro(tmp_path, n: int):
     return tmp_path / "vadd_ro.cu", want
 
 
-def test_inputs_no_store_reaches_take_the_read_only_words_when_the_writable_ones_are_full(machine, tmp_path):
+@pytest.fixture(scope="module")
+def ro_machine():
+    """(shape, model): the test shape with read-only words (``configs.read_only_test_shape``: not the
+    default test shape, whose mounts must stay at width 2048); compiled once (~80 s), so slow."""
+    from qwengpu.model.configs import read_only_test_shape
+
+    shape = read_only_test_shape()
+    return shape, machine_model(machine_config("test"), shape)[1]
+
+
+@pytest.mark.slow
+def test_inputs_no_store_reaches_take_the_read_only_words_when_the_writable_are_full(ro_machine, tmp_path):
     """Read-only words (``MachineShape.ro_words``, four to a DeltaNet row): a vector add of 768 ints
     needs 2,316 words with its guards, more than the test shape's 2,048 writable ones; its two inputs,
     which no store reaches (``ptx.readonly``), go above them, loaded a row (MEMADDR + 12 chunks) per
     four words, and the model reads them through the one read port: the output is what the kernel
     means, bit for bit. A launch that fits the writable words keeps its placement (and its prompt)."""
-    from qwengpu.model.configs import shape_for
     from qwengpu.simt.memory import GLOBAL_BASE
 
-    shape = shape_for(machine[1].config)
+    shape, model = ro_machine
     cu, want = _vadd_ro(tmp_path, 768)
     _, _, prompt, gmem, _ = prepare(cu, shape=shape)
     placed = {b.name: (b.start - GLOBAL_BASE) // 4 for b in gmem.buffers}
@@ -661,13 +671,14 @@ def test_inputs_no_store_reaches_take_the_read_only_words_when_the_writable_ones
     rows = [i for i, t in enumerate(toks) if t.kind == "MEMADDR" and toks[i + 12].kind == "DATA"
             and toks[i + 12].a == 11]
     assert len(rows) == 2 * 768 // 4  # every input row: one MEMADDR and 12 chunks
-    run = run_machine(cu, model=machine[1], max_tokens=80_000)
+    run = run_machine(cu, model=model, shape=shape, max_tokens=80_000)
     assert run.passed and run.outputs["out"].tolist() == want.tolist()
     small, _ = _vadd_ro(tmp_path, 64)
     assert not any(b.readonly for b in prepare(small, shape=shape)[3].buffers)
 
 
-def test_a_store_into_a_read_only_input_is_refused_by_the_bounds_watch(machine, tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_a_store_into_a_read_only_input_is_refused_by_the_bounds_watch(ro_machine, tmp_path, monkeypatch):
     """The backstop behind the proof: were an input the kernel stores to placed in the read-only
     words (here forced, by replacing the proof), the circuit would drop the store; the bounds watch
     stops the launch first, naming the thread, the instruction and the buffer."""
@@ -679,4 +690,4 @@ def test_a_store_into_a_read_only_input_is_refused_by_the_bounds_watch(machine, 
     assert readonly.read_only_args.__name__ == "read_only_args"
     monkeypatch.setattr(readonly, "read_only_args", lambda spec, fn: ["a", "b"])
     with pytest.raises(ExecutionError, match=r"thread \d+, pc \d+: a store into 'b'.*read-only"):
-        run_machine(cu, model=machine[1], max_tokens=80_000)
+        run_machine(cu, model=ro_machine[1], shape=ro_machine[0], max_tokens=80_000)
