@@ -248,8 +248,9 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         bound = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)
         place_module_globals(bound.gmem, prog.layout.global_vars)
         mem.check_arena(buffers_end(bound.gmem))
-        if read_only_end(bound.gmem) > shape.gmem_words + shape.ro_words:
-            return (f"the launch's read-only inputs end at word {read_only_end(bound.gmem)}; the machine has "
+        ro_end = read_only_end(bound.gmem)
+        if ro_end > shape.gmem_words + shape.ro_words:
+            return (f"the launch's read-only inputs end at word {ro_end}; the machine has "
                     f"{shape.gmem_words} writable and {shape.ro_words} read-only words")
         nwords = (len(bound.gmem.arena) + 3) // 4
         if not high and nwords > shape.gmem_words:

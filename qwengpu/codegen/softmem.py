@@ -1106,21 +1106,23 @@ def _lower_for_weights(
 # ---------------------------------------------------------------------------------------------
 # running it on the simulator exactly as the weights run it
 # ---------------------------------------------------------------------------------------------
+def _end(gmem: object, read_only: bool) -> int:
+    """The gmem word after the last buffer below the read-only region (``read_only``: in it)."""
+    ro = getattr(gmem, "ro_base", None)
+    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers  # type: ignore[attr-defined]
+            if (ro is not None and b.start - GLOBAL_BASE >= ro) == read_only]
+    return max(ends, default=0)
+
+
 def buffers_end(gmem: object) -> int:
     """The gmem word after the launch's last buffer (what must fit below the machine's regions;
-    the guard gap after it holds nothing)."""
-    ro = getattr(gmem, "ro_base", None)  # (buffers in the read-only words above do not count)
-    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers  # type: ignore[attr-defined]
-            if ro is None or b.start - GLOBAL_BASE < ro]
-    return max(ends, default=0)
+    the guard gap after it holds nothing). Buffers in the read-only words above do not count."""
+    return _end(gmem, False)
 
 
 def read_only_end(gmem: object) -> int:
     """The gmem word after the last buffer in the read-only words (0: none there)."""
-    ro = getattr(gmem, "ro_base", None)
-    ends = [(b.start - GLOBAL_BASE + b.size + 3) // 4 for b in gmem.buffers  # type: ignore[attr-defined]
-            if ro is not None and b.start - GLOBAL_BASE >= ro]
-    return max(ends, default=0)
+    return _end(gmem, True)
 
 
 def extend_gmem(gmem: object, plan: MemPlan) -> None:

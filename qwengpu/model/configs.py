@@ -9,7 +9,7 @@ from qwengpu.machine.circuit import MachineShape
 
 DEFAULT_SHAPE = MachineShape()
 #: read-only words of the 2B shape: six banks of 2,048 rows of four words (one layer's 16 key heads
-#: each), above its 16,384 writable words: 65,536 in all (docs/machine-in-weights.md 9.16)
+#: each), above its 16,384 writable words: 65,536 in all (docs/machine-in-weights.md 9.17)
 RO_WORDS_2B = 49152
 #: the test shape's: one bank of 512 rows of four words (8 key heads of 128 rows, 64 bits each)
 SMALL_RO_WORDS, SMALL_RO_BANK_ROWS = 2048, 512
