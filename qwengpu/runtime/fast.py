@@ -67,6 +67,10 @@ path ran; the tests run both on the same models and compare each with the stock 
   ``lm_head`` argmax is a function of the normalized inputs it reads. Memos are bounded in entries
   and bytes; an MLP memo that hits too rarely switches itself off (the result does not depend on
   it). :meth:`FastModel.clear_memos` forgets them (for timing cold runs).
+* **Column updates** (:class:`ColumnUpdate`; build-time guard: the MLP's gate|up map has at least
+  ``UPDATE_MIN`` entries, every weight a multiple of ``2^-k`` and every row's ``|w|`` sum below
+  ``2^24 / 2^k``; runtime guard: every input it uses is exactly +-1). The previous product plus
+  the changed columns' terms is the exact value, as the full product is.
 * **Sign-code head** (build-time guard: every ``lm_head`` column is ``+-w_c`` and the rows' sign
   patterns are distinct; runtime guard: every product ``w_c h_c`` is exact and every partial sum
   of them is exact, checked with integers). Then a row's logit is exactly ``sum_c s_c a_c`` with
@@ -104,6 +108,7 @@ MEMO_BYTES = 4 << 20  # and at most about this many key + value bytes per memo
 MEMO_TRIAL = 1024  # an MLP memo looks up this many keys, then stays on only if >= 1/8 of them hit
 HEAD_FREE_MAX = 12  # sign-code head: at most 2^12 tied candidate rows, else the product
 DEDUP_MIN = 256  # de-duplicate the rows of a map when that saves this many products (+ one per row)
+UPDATE_MIN = 8192  # an MLP gate|up map with at least this many entries is updated by columns
 
 
 class UnsupportedModel(ValueError):
@@ -156,9 +161,22 @@ class SparseRows:
     def into(self, x: np.ndarray, y: np.ndarray) -> None:
         """``y += A x`` (``y`` holds zeros on entry: then it is ``A x``); float32, contiguous."""
         if self.mat is not None:
-            y += self.mat @ x
+            y += self.mat * x
         elif len(self.vals):
             y[self.nonempty] += np.add.reduceat(self.vals * x[self.idx], self.starts)
+
+    def set(self, x: np.ndarray, y: np.ndarray) -> None:
+        """``y := A x``, the same bits as ``y.fill(0); self.into(x, y)`` with two calls fewer.
+
+        Why it is the same: scipy's product sums each row from a +0 (its output starts as zeros),
+        so no entry of ``A x`` is -0, and ``+0 + v`` is ``v`` bit for bit for every other ``v``.
+        ``csr_matrix * x`` is the sparse *matrix* class's documented matrix product; it skips the
+        scalar check of ``@`` (docs/machine-in-weights.md 9.19 has the speed measured)."""
+        if self.mat is not None:
+            y[...] = self.mat * x
+        else:
+            y.fill(0)
+            self.into(x, y)
 
     def mv(self, x: np.ndarray) -> np.ndarray:
         y = np.zeros(self.nrows, dtype=F32)
@@ -184,6 +202,96 @@ class SparseRows:
         return SparseRows(self.nrows, len(keep), self.vals[sel], new[sel].astype(np.int32),
                           np.searchsorted(rows, np.arange(self.nrows + 1)).astype(np.int32),
                           np.searchsorted(rows, nonempty).astype(np.intp), nonempty.astype(np.intp))
+
+
+class ColumnUpdate:
+    """``A x`` for the last input ``x``, brought up to date through the columns whose input changed.
+
+    Why: the big MLPs of the machine (2B shape: layers 7-12 and 17, 10-68 thousand entries in
+    their gate|up map) read inputs of exactly +-1 of which ~4 % change from one call to the next
+    (``gcd``: 27-44 of 830-1,050 dims), so updating the previous product costs a fraction of a
+    new one.
+
+    Exactness (same bits as the full product, not merely close): :meth:`admits` checks at build
+    time that every weight is a multiple of ``2^-k`` and that ``2^k * S < 2^24`` for the largest
+    row sum ``S`` of ``|w|``; at run time every input used here is exactly +-1 (a stored input was
+    checked when it was stored, a changed one is checked before use). Then every partial sum of a
+    row, in any order, is a multiple of ``2^-k`` of magnitude at most ``S``: exact in float32, so
+    the full product (scipy's sequential sum, or the stock dense one) is the exact value. The
+    update adds ``w (x_new - x_old) = 2 w x_new`` for the changed columns, summed in float64 by
+    ``np.bincount`` (exact: far below 2^53) and added to the old value in float64, whose exact
+    result is the new exact value, representable in float32. A zero sum is +0 on both routes (the
+    sums start from +0, and ``a + -a == +0``).
+
+    Falls back to the full product (and stores its input if it is all +-1) when nothing is stored,
+    when more than an eighth of the columns changed or their entries exceed a tenth of the
+    map's, or when a changed input is not +-1."""
+
+    __slots__ = ("a", "crow", "cval", "cval2", "cptr", "cbase", "clen", "counting", "y", "x", "valid",
+                 "max_changed", "max_entries", "updates", "fulls")
+
+    def __init__(self, a: SparseRows) -> None:
+        self.a = a
+        order = np.argsort(a.idx, kind="stable")  # CSC: each column's entries, rows ascending
+        rows = np.repeat(np.arange(a.nrows, dtype=np.intp), np.diff(a.indptr))
+        self.crow = rows[order]
+        self.cval = a.vals[order]
+        self.cptr = np.searchsorted(a.idx[order], np.arange(a.ncols + 1)).astype(np.intp)
+        self.clen = np.diff(self.cptr)
+        self.cbase = self.cptr[:-1].copy()
+        self.cval2 = self.cval + self.cval  # w (x_new - x_old) = 2 w x_new: exact doubling
+        self.counting = np.arange(len(a.vals) + 1, dtype=np.intp)
+        self.y = np.zeros(a.nrows, dtype=F32)
+        self.x = np.zeros(a.ncols, dtype=F32)
+        self.valid = False
+        self.max_changed = max(1, a.ncols // 8)
+        self.max_entries = len(a.vals) // 10
+        self.updates = self.fulls = 0
+
+    @staticmethod
+    def admits(a: SparseRows) -> bool:
+        """The build-time half of the exactness guard (see the class docstring)."""
+        if not len(a.vals):
+            return False
+        v = a.vals.astype(np.float64)
+        for k in range(9):
+            if np.array_equal(v * 2.0**k, np.rint(v * 2.0**k)):
+                break
+        else:
+            return False
+        s = float(np.add.reduceat(np.abs(v), a.starts).max())  # exact: float64, multiples of 2^-k
+        return s * 2.0**k < 2.0**24
+
+    def forget(self) -> None:
+        self.valid = False
+
+    def product(self, x: np.ndarray) -> np.ndarray:
+        """``A x`` (float32, the map's rows; a buffer owned here, valid until the next call)."""
+        if self.valid:
+            ch = (x != self.x).nonzero()[0]
+            n = len(ch)
+            if n <= self.max_changed:
+                if not n:
+                    self.updates += 1
+                    return self.y
+                xn = x[ch]
+                lens = self.clen[ch]
+                ends = lens.cumsum()
+                total = int(ends[-1])
+                if total <= self.max_entries and (xn * xn == 1).all():
+                    ends -= lens  # each changed column's first entry among the gathered ones
+                    at = (self.cbase[ch] - ends).repeat(lens)  # each gathered entry's column start
+                    at += self.counting[:total]  # .. plus its place in the column
+                    self.y += np.bincount(self.crow[at], self.cval2[at] * xn.repeat(lens), self.a.nrows)
+                    self.x[ch] = xn
+                    self.updates += 1
+                    return self.y
+        self.a.set(x, self.y)
+        self.valid = bool((np.abs(x) == 1).all())
+        if self.valid:
+            self.x[...] = x
+        self.fulls += 1
+        return self.y
 
 
 def _nonzero_cols(*mats: np.ndarray) -> np.ndarray:
@@ -298,8 +406,9 @@ class MlpBlock:
     sel: np.ndarray | None  # per neuron: its gate row, then per neuron: its up row (None: identity)
     down: SparseRows  # over the used neurons, rows = outs
     outs: np.ndarray
-    shortcuts: bool = True  # False: no memo
+    shortcuts: bool = True  # False: no memo, no column updates
     memo: _Memo = field(init=False)
+    cols_update: ColumnUpdate | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         n, pg = self.n, _pad(self.ng)
@@ -314,6 +423,8 @@ class MlpBlock:
         self.y = np.zeros(len(self.outs), dtype=F32)
         self.memo = _Memo(4 * (len(self.norm.cols) + len(self.outs)) + 200, adaptive=True,
                           enabled=self.shortcuts)
+        if self.shortcuts and len(self.gu.vals) >= UPDATE_MIN and ColumnUpdate.admits(self.gu):
+            self.cols_update = ColumnUpdate(self.gu)
 
     def __call__(self, x: np.ndarray) -> None:
         norm = self.norm
@@ -329,15 +440,16 @@ class MlpBlock:
                 x[self.outs] += y
                 return
         g = self.g
-        g.fill(0)
-        self.gu.into(norm.scale(xc, norm.factor_of(ss)), g)
+        if self.cols_update is not None:
+            np.copyto(g, self.cols_update.product(norm.scale(xc, norm.factor_of(ss))))
+        else:
+            self.gu.set(norm.scale(xc, norm.factor_of(ss)), g)
         F.silu(self.tg, inplace=True)
         if self.sel is not None:
             np.take(g, self.sel, out=self.gu2, mode="clip")
         np.multiply(self.gate, self.up, out=self.h)
         y = self.y
-        y.fill(0)
-        self.down.into(self.h, y)
+        self.down.set(self.h, y)
         if memo.on:
             memo.put(key, y.copy())
         x[self.outs] += y
@@ -368,8 +480,7 @@ class _Proj:
     def run(self, h: np.ndarray, act: bool = True) -> None:
         """out := the SiLU rows of ``A h`` (through SiLU if ``act``), tail := the other rows."""
         ub = self.ub
-        ub.fill(0)
-        self.csr.into(h, ub)
+        self.csr.set(h, ub)
         if act:
             F.silu(self.tub, inplace=True)  # elementwise: the same values as on the copies
         if self.smap is not None:
@@ -638,8 +749,7 @@ class DeltaBlock:
         o *= self.norm_w
         o *= plan.rz
         y = self.y
-        y.fill(0)
-        plan.rout.into(o.reshape(-1), y)
+        plan.rout.set(o.reshape(-1), y)
         reads.put(rkey, y.copy())
         x[self.outs] += y
         return True
@@ -974,6 +1084,8 @@ class FastModel:
             mixer.clear_memos()
         for mlp in self.mlps:
             mlp.memo.clear()
+            if mlp.cols_update is not None:
+                mlp.cols_update.forget()
         self.head.clear_memos()
 
     def _layers(self, token: int, record: list[np.ndarray] | None = None) -> np.ndarray:
@@ -1062,6 +1174,8 @@ class FastModel:
                 "deltanet_read_hits": sum(d.reads.hits for d in self.mixers),
                 "mlp_memo_hits": sum(m.memo.hits for m in self.mlps),
                 "mlp_memo_lookups": sum(m.memo.looks for m in self.mlps),
+                "mlp_column_updates": sum(m.cols_update.updates for m in self.mlps if m.cols_update),
+                "mlp_full_products": sum(m.cols_update.fulls for m in self.mlps if m.cols_update),
                 "head_table": self.head.counts["table"], "head_product": self.head.counts["product"]}
 
 

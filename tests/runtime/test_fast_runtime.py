@@ -391,7 +391,8 @@ def launches(machine):
         trace = run_trace_fast(machine, prompt, 20000)
         assert _CACHE[machine][1] is fast
         after = fast.stats()
-        st = {k: after[k] - before[k] for k in after if k.startswith(("deltanet_", "mlp_memo", "head_"))}
+        st = {k: after[k] - before[k] for k in after
+              if k.startswith(("deltanet_", "mlp_memo", "mlp_column", "mlp_full", "head_"))}
         assert trace[-1] == P.ctl(P.HALT)
         out[name] = (prompt, trace, st)
     return out
@@ -410,6 +411,7 @@ def test_machine_trace_equals_stock_argmax(machine, launches, name):
     assert st["deltanet_general_steps"] == 0 and st["deltanet_onehot_steps"] > n
     assert st["head_table"] > 0 and st["head_product"] == 0
     assert st["deltanet_plan_hits"] > 0 and st["deltanet_read_hits"] > 0 and st["mlp_memo_hits"] > 0
+    assert st["mlp_column_updates"] > st["mlp_full_products"] > 0  # ColumnUpdate ran, mostly updating
     from qwengpu.runtime.fast import _CACHE
 
     fast = _CACHE[machine][1]
@@ -445,6 +447,7 @@ def test_machine_general_paths_give_the_same_traces(machine, launches):
         assert general.generate(prompt, 20000, stop=P.ctl(P.HALT)) == trace, name
     st = general.stats()
     assert st["deltanet_onehot_steps"] == 0 and st["head_table"] == 0 and st["mlp_memo_hits"] == 0
+    assert st["mlp_column_updates"] == 0 and all(m.cols_update is None for m in general.mlps)
     assert all(not n.memo and not n._r for n in general.norms())  # no norm-factor memo either
     assert not general.head.cache  # and no head cache
 
@@ -457,6 +460,25 @@ def test_edited_weight_is_seen_by_the_integration_hook(machine, launches, flippe
     with flipped_weight(machine):
         assert run_trace_fast(machine, prompt, len(trace)) != trace
     assert run_trace_fast(machine, prompt, 20000) == trace
+
+
+def test_damaged_weight_in_a_column_updated_mlp(machine, launches, flipped_weight):
+    """Negative control through the column updates: flip a gate weight of an MLP that takes them;
+    the trace changes, and the general paths (no column updates, no memos) give the same damaged
+    trace, so the updates stay exact on a model whose circuit is broken."""
+    from qwengpu.machine import protocol as P
+
+    prompt, trace, _ = launches["vadd"]
+    fast = FastModel.from_model(machine)
+    layer = next(i for i, (_, m) in enumerate(fast.blocks) if m is not None and m.cols_update is not None)
+    with flipped_weight(machine, layer):
+        damaged = FastModel.from_model(machine)
+        assert damaged.blocks[layer][1].cols_update is not None
+        got = damaged.generate(prompt, len(trace), stop=P.ctl(P.HALT))
+        assert got != trace
+        assert damaged.stats()["mlp_column_updates"] > 0
+        general = FastModel.from_model(machine, shortcuts=False)
+        assert general.generate(prompt, len(trace), stop=P.ctl(P.HALT)) == got
 
 
 def test_machine_hidden_states_bit_identical(machine, launches):
