@@ -10,8 +10,11 @@ the union of its sources, to a fixed point over loops). A value loaded from memo
 pointer: loads of 64 bits or more, and 64-bit values packed from loaded halves, are UNKNOWN (32-bit
 loaded data used as an index is not a pointer). A store's address names the parameters it may
 write; an UNKNOWN address, a ``call`` left in the body or an instruction writing through an
-operand this analysis does not know makes every parameter writable. The bounds watch at run time
-is the backstop: a store into a read-only word is refused with a message, never dropped silently.
+operand this analysis does not know makes every parameter writable, and so does a store whose
+address derives from no parameter and no module variable: an address made of loaded 32-bit data
+and constants (a pointer rebuilt from two loaded halves by shifts and ``or``, an integer cast to a
+pointer) may point anywhere. The bounds watch at run time is the backstop: a store into a
+read-only word is refused with a message, never dropped silently.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from qwengpu.ptx.ir import Addr, Function, Instr, Neg, Pair, Reg, Sym, Vec
 T = TypeVar("T")
 
 UNKNOWN = -1  # "may be any pointer": a value loaded from memory
+SYMBOL = -2  # derives from a module variable's address (not a parameter's buffer)
 STORE_OPS = ("st", "atom", "red")
 #: spaces whose stores cannot reach a global buffer
 OTHER_SPACES = ("shared", "local", "param", "const")
@@ -102,8 +106,8 @@ def stored_params(fn: Function) -> set[int] | None:
                 for op in ins.operands[1:]:
                     for r in _regs(op):
                         new |= taint.get(r, set())
-                    if isinstance(op, Sym) and op.name in index:
-                        new.add(index[op.name])
+                    if isinstance(op, Sym):
+                        new.add(index.get(op.name, SYMBOL))
             for d in dests:
                 old = taint.setdefault(d, set())
                 if not new <= old:
@@ -123,9 +127,9 @@ def stored_params(fn: Function) -> set[int] | None:
                 return None  # a store into the parameter space itself: not a kernel's
             continue  # a module variable: not a parameter's buffer
         reach = set().union(*(taint.get(r, set()) for r in _regs(addr)))
-        if UNKNOWN in reach:
+        if UNKNOWN in reach or not reach:  # no parameter, no module variable: any address
             return None
-        written |= reach
+        written |= reach - {SYMBOL}
     return written
 
 

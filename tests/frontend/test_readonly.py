@@ -48,6 +48,23 @@ def test_a_pointer_loaded_from_memory_makes_every_parameter_writable():
     assert stored_params(fn) is None
 
 
+def test_a_pointer_rebuilt_from_loaded_halves_makes_every_parameter_writable():
+    """Two 32-bit loads joined by a shift and an ``or``: no 64-bit load and no packing ``mov``, but
+    the address derives from no parameter, so it may be any of them."""
+    fn = _kernel("""extern "C" __global__ void k(const unsigned* halves, const int* a)
+    { int i = threadIdx.x;
+      unsigned long long p = ((unsigned long long)halves[1] << 32) | halves[0];
+      ((int*)p)[i] = a[i]; }""")
+    assert stored_params(fn) is None
+
+
+def test_a_store_into_a_module_variable_keeps_the_inputs_read_only():
+    fn = _kernel("""__device__ int table[64];
+    extern "C" __global__ void k(const int* a, int* out)
+    { int i = threadIdx.x; table[i] = a[i]; out[i] = table[63 - i]; }""")
+    assert stored_params(fn) == {1}
+
+
 def test_a_store_through_a_select_between_parameters_makes_both_writable():
     fn = _kernel("""extern "C" __global__ void k(const int* a, int* b, int s)
     { int i = threadIdx.x; int* p = s ? (int*)a : b; p[i] = 7; }""")
