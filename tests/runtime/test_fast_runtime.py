@@ -467,9 +467,10 @@ def test_damaged_weight_in_a_column_updated_mlp(machine, launches, flipped_weigh
     the trace changes, and the general paths (no column updates, no memos) give the same damaged
     trace, so the updates stay exact on a model whose circuit is broken."""
     from qwengpu.machine import protocol as P
+    from qwengpu.runtime.fast import _CACHE
 
     prompt, trace, _ = launches["vadd"]
-    fast = FastModel.from_model(machine)
+    fast = _CACHE[machine][1]  # gathered by the launches fixture from the undamaged weights
     layer = next(i for i, (_, m) in enumerate(fast.blocks) if m is not None and m.cols_update is not None)
     with flipped_weight(machine, layer):
         damaged = FastModel.from_model(machine)
