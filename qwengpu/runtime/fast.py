@@ -227,7 +227,7 @@ class ColumnUpdate:
     when more than an eighth of the columns changed or their entries exceed a tenth of the
     map's, or when a changed input is not +-1."""
 
-    __slots__ = ("a", "crow", "cval", "cval2", "cptr", "cbase", "clen", "counting", "y", "x", "valid",
+    __slots__ = ("a", "crow", "cval2", "cbase", "clen", "counting", "y", "x", "valid",
                  "max_changed", "max_entries", "updates", "fulls")
 
     def __init__(self, a: SparseRows) -> None:
@@ -235,11 +235,11 @@ class ColumnUpdate:
         order = np.argsort(a.idx, kind="stable")  # CSC: each column's entries, rows ascending
         rows = np.repeat(np.arange(a.nrows, dtype=np.intp), np.diff(a.indptr))
         self.crow = rows[order]
-        self.cval = a.vals[order]
-        self.cptr = np.searchsorted(a.idx[order], np.arange(a.ncols + 1)).astype(np.intp)
-        self.clen = np.diff(self.cptr)
-        self.cbase = self.cptr[:-1].copy()
-        self.cval2 = self.cval + self.cval  # w (x_new - x_old) = 2 w x_new: exact doubling
+        cval = a.vals[order]
+        self.cval2 = cval + cval  # w (x_new - x_old) = 2 w x_new: exact doubling
+        cptr = np.searchsorted(a.idx[order], np.arange(a.ncols + 1)).astype(np.intp)
+        self.clen = np.diff(cptr)
+        self.cbase = cptr[:-1].copy()  # each column's first entry
         self.counting = np.arange(len(a.vals) + 1, dtype=np.intp)
         self.y = np.zeros(a.nrows, dtype=F32)
         self.x = np.zeros(a.ncols, dtype=F32)
@@ -440,10 +440,11 @@ class MlpBlock:
                 x[self.outs] += y
                 return
         g = self.g
+        xs = norm.scale(xc, norm.factor_of(ss))
         if self.cols_update is not None:
-            np.copyto(g, self.cols_update.product(norm.scale(xc, norm.factor_of(ss))))
+            np.copyto(g, self.cols_update.product(xs))
         else:
-            self.gu.set(norm.scale(xc, norm.factor_of(ss)), g)
+            self.gu.set(xs, g)
         F.silu(self.tg, inplace=True)
         if self.sel is not None:
             np.take(g, self.sel, out=self.gu2, mode="clip")
