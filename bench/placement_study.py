@@ -2,8 +2,8 @@
 
 Issue 26's first lever is "late placement": the compiler places every operation as early as its
 inputs allow (longest path), so the four lanes' multipliers and float adders run side by side in
-layers 6-11, where the residual peaks (1,974 of 2,044 dimensions at layer 8), while layers 14-36
-idle. A float-multiply unit (641 dimensions per lane, 9 layers: ``bench/unit_room.py``) fits
+layers 6-11, where the residual peaks (2,026 of 2,041 signal dimensions at layer 10 on the machine
+of 9.17; 1,974 at layer 8 when this was first measured), while the later layers run at 700-1,400. A float-multiply unit (641 dimensions per lane, 9 layers: ``bench/unit_room.py``) fits
 nowhere as four lanes at once. This measures, on the shipped 2B-shape machine (compile only, no
 model), what two placements would give:
 
@@ -15,7 +15,8 @@ model), what two placements would give:
 
 For each: the layer count, the peak live residual and where it is, and whether the compiler's
 allocator fits it into 2,048 dimensions; and the same for the machine with four fast-range float
-multipliers added (staggered). ~1 minute.
+multipliers added (staggered). ~5 minutes. (Operands read from a late copy of the register file
+instead of carried through the peak: ``bench/late_units.py``.)
 
     python bench/placement_study.py [--json]
 """
@@ -33,16 +34,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit  # noqa: E402
+from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit, text_config  # noqa: E402
 from qwengpu.compiler import schedule as S  # noqa: E402
 from qwengpu.compiler.ir import Bit, Formula, MemoryNode, MlpNode, Word  # noqa: E402
 from qwengpu.compiler.mlp import LayerNeurons, lower_formula  # noqa: E402
 from qwengpu.machine import circuit as M  # noqa: E402
 from qwengpu.machine.fpu import fadd  # noqa: E402
-from qwengpu.model.configs import test_config  # noqa: E402
+from qwengpu.model.configs import shape_for  # noqa: E402
 
-SHAPE = M.MachineShape(multiplier=True, fadd=True)
-CONFIG = test_config(intermediate=6144)  # the Qwen3.5-2B layer shape (hidden 2048)
+CONFIG = text_config("qwen3_5_2b_text")  # the Qwen3.5-2B layer shape (hidden 2048)
+SHAPE = shape_for(CONFIG)
 
 
 def delay(c: Circuit, w: Word, layers: int) -> Word:
@@ -63,8 +64,7 @@ def machine(stagger_mul: int = 0, stagger_fadd: int = 0, fmul_stagger: int | Non
     c = Circuit("qwengpu_machine")
     fx = M.fetch_decode(c, SHAPE)
     ops = M.register_file(c, SHAPE, fx)
-    ldv = M.global_memory(c, SHAPE, fx, ops)
-    dp = M.datapath(c, fx, ops, ldv)
+    dp = M.datapath(c, fx, ops)
     sch = M.scheduler(c, fx, ops, dp.pc1)
     is_mul = M._match(c, fx.op, M.OP["mul"])
     for lane in range(M.LANES):
@@ -82,7 +82,9 @@ def machine(stagger_mul: int = 0, stagger_fadd: int = 0, fmul_stagger: int | Non
         for lane in range(M.LANES):
             a, b = delay(c, ops.A[lane], fmul_stagger * lane), delay(c, ops.B[lane], fmul_stagger * lane)
             dp.res[lane] = c.mux(is_new, fmul_fast(c, a, b)[:32], dp.res[lane])
-    em = M.emit(c, fx, ops, dp, sch, ldv)
+    pw, words, pages = M.global_memory(c, SHAPE, fx, ops)  # after the units, as the 2B machine builds it
+    M.load_result(c, fx, dp, words)
+    em = M.emit(c, fx, ops, dp, sch, pw, pages)
     c.output("out", em.out)
     return c
 
