@@ -3,9 +3,10 @@
 Issue 26's first lever is "late placement": the compiler places every operation as early as its
 inputs allow (longest path), so the four lanes' multipliers and float adders run side by side in
 layers 6-11, where the residual peaks (2,026 of 2,041 signal dimensions at layer 10 on the machine
-of 9.17; 1,974 at layer 8 when this was first measured), while the later layers run at 700-1,400. A float-multiply unit (641 dimensions per lane, 9 layers: ``bench/unit_room.py``) fits
-nowhere as four lanes at once. This measures, on the shipped 2B-shape machine (compile only, no
-model), what two placements would give:
+of 9.17; 1,974 at layer 8 when this was first measured), while the later layers run at 700-1,400.
+A float-multiply unit (641 dimensions per lane, 9 layers: ``bench/unit_room.py``) fits nowhere
+as four lanes at once. This measures, on the shipped 2B-shape machine (compile only, no model),
+what two placements would give:
 
 * **stagger**: lane l's unit starts 4*l layers later than lane 0's (its operands pass through
   identity MLPs: one neuron per bit per layer), so the lanes' widest parts no longer coincide;
