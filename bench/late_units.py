@@ -240,6 +240,9 @@ VARIANTS: dict[str, tuple[list[Extra], bool] | tuple[list[Extra], bool, str]] = 
     "late RF + second integer stage": ([second_stage], True),
     "late RF + fmul x 1 + second integer stage": ([fmul_units(1), second_stage], True),
     "fmul x 1 (early operands)": ([fmul_units(1)], False),
+    "fmul x 2 (early operands)": ([fmul_units(2)], False),
+    "fmul x 4 (early operands)": ([fmul_units(4)], False),
+    "fmul x 4 + second integer stage (early operands)": ([fmul_units(4), second_stage], False),
     "late RF, the float adders on it": ([], True, "fadd"),
     "late RF, the float adders on it + fmul x 1": ([fmul_units(1)], True, "fadd"),
     "late RF, the float adders on it + fmul x 2": ([fmul_units(2)], True, "fadd"),
@@ -261,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after", default="datapath",
                     help="the late signal the late banks are placed after: datapath (the integer "
                          "result), scheduler, multiplier, adders, or L<n> (layer n)")
+    ap.add_argument("--hidden", type=int, default=2048,
+                    help="the machine's width (the layers' hidden size; a mount adds the base's to it)")
     args = ap.parse_args(argv)
+    if args.hidden != CONFIG.hidden_size:
+        CONFIG.hidden_size = args.hidden  # everything else stays the Qwen3.5-2B layer's
     rows = []
     for name in args.only or list(VARIANTS):
         extras, late, *adders = VARIANTS[name]
@@ -275,9 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"$ python bench/late_units.py --after {args.after}\n")
-    print("| the 2B machine (hidden 2,048, at most 45 layers) | layers | peak live residual (layer) "
-          "| late banks at layers | the allocator |")
+    wide = "" if args.hidden == 2048 else f" --hidden {args.hidden}"
+    print(f"$ python bench/late_units.py --after {args.after}{wide}\n")
+    print(f"| the 2B machine (hidden {args.hidden:,}, at most 45 layers) | layers "
+          "| peak live residual (layer) | late banks at layers | the allocator |")
     print("|---|---:|---:|---|---|")
     for r in rows:
         print(f"| {r['variant']} | {r['layers']} | {r['peak live']:,} (L{r['peak at layer']}) "

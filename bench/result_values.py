@@ -91,9 +91,12 @@ class Observer:
     """Counts, for every observed register write, today's result tokens and the projections;
     ``by_form``: tokens and warp instructions per PTX form (``--by-ptx``)."""
 
-    def __init__(self, by_form: dict[str, Counter] | None = None) -> None:
+    def __init__(self, by_form: dict[str, Counter] | None = None,
+                 by_pc: dict[int, Counter] | None = None) -> None:
         self.c: Counter = Counter()
         self.form = ""
+        self.pc = -1  # the issuing machine pc (``by_pc``: tokens per pc, for bench/fusion_model.py)
+        self.by_pc = by_pc
         self.by_form: dict[str, Counter] = {} if by_form is None else by_form
         self.sticky: dict[int, tuple[bool, ...]] = {}  # per group: the mask of its last MASK token
 
@@ -104,19 +107,24 @@ class Observer:
         threads = np.arange(32) < nthreads
         f = self.by_form.setdefault(form, Counter())
         f["warp_instructions"] += 1
+        pcc = self.by_pc.setdefault(self.pc, Counter()) if self.by_pc is not None else Counter()
         for g in range(8):
             a, t = act[4 * g:4 * g + 4] & threads[4 * g:4 * g + 4], threads[4 * g:4 * g + 4]
             if a.any():
                 f["pass"] += 1
+                pcc["pass"] += 1
                 # machine v2's sticky mask: a MASK token only where a partial mask differs from the
                 # group's last one (a full pass leaves the group's entry as it was)
                 if (t & ~a).any() and self.sticky.get(g) != tuple(a.tolist()):
                     f["mask"] += 1
+                    pcc["mask"] += 1
                     self.sticky[g] = tuple(a.tolist())
 
     def _charge(self, n: int) -> None:
         if self.form:
             self.by_form.setdefault(self.form, Counter())["result"] += n
+        if self.by_pc is not None:
+            self.by_pc.setdefault(self.pc, Counter())["result"] += n
 
     def reg(self, v: np.ndarray, m: np.ndarray | None, nthreads: int, live: np.ndarray) -> None:
         act = np.ones(32, dtype=bool) if m is None else m
@@ -176,17 +184,19 @@ class Observer:
 
 
 def observe(cu: Path, spec: Path, native_mul: bool = False,
-            by_form: dict[str, Counter] | None = None, floor: bool = False) -> tuple[dict, dict]:
+            by_form: dict[str, Counter] | None = None, floor: bool = False,
+            by_pc: dict[int, Counter] | None = None, program: list | None = None) -> tuple[dict, dict]:
     """Run the weights program of one launch with its writes observed: (counts, sim stats);
     ``by_form`` (shared over launches) gathers the per-PTX-operation tokens of ``--by-ptx``;
-    ``floor``: the full-ISA machine program instead (``--floor``)."""
+    ``floor``: the full-ISA machine program instead (``--floor``); ``by_pc`` (one launch) gathers
+    the tokens per machine pc, and ``program`` receives the machine program."""
     from qwengpu.codegen.liveness import dead_results
     from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.codegen.soft import Options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
 
-    obs = Observer(by_form)
+    obs = Observer(by_form, by_pc)
     orig_dst, orig_pdst, orig_issue = MachineSim._dst, MachineSim._pdst, MachineSim._issue
 
     dead_of: dict[int, list[bool]] = {}
@@ -197,6 +207,7 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
         if id(self.prog) not in dead_of:
             dead_of[id(self.prog)] = dead_results(self.prog.code)
         at[0], at[1] = pc, dead_of[id(self.prog)]
+        obs.pc = pc
         k = self.code_ptx[pc] if self.in_range[pc] else min(e2, len(self.prog.ptx) - 1)
         obs.issue(self.prog.ptx[k].form, m, w.nlanes)
         return e2
@@ -229,6 +240,8 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
             res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
+    if program is not None:
+        program.append(res.program)
     return dict(obs.c), res.stats
 
 
