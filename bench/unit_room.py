@@ -33,7 +33,7 @@ from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit, e
 from qwengpu.compiler.ir import Bit, Word
 from qwengpu.machine import circuit as M
 from qwengpu.machine.fpu import fadd
-from qwengpu.model.configs import test_config
+from qwengpu.model.configs import shape_for
 
 Unit = Callable[[Circuit, Word, Word], Word]
 
@@ -123,9 +123,9 @@ def machine(unit: Unit | None) -> LayoutReport:
             return fadd_shipped(c, a, b, [fx.f["csign"][0], fx.f["cmp"][0], fx.f["cmp"][1]])
         return unit(c, a, b)
 
-    shape = M.MachineShape(multiplier=True, fadd=True, ro_words=49152)
+    cfg = text_config("qwen3_5_2b_text")  # the Qwen3.5-2B layer (its DeltaNet value heads hold the banks)
+    shape = shape_for(cfg)
     c = M.build_machine(shape, extra=lane if unit is not None else None)
-    cfg = test_config(intermediate=6144)
     return LayoutReport.of(compile_circuit(c, cfg, mlp_reserve=M.mlp_reserve(shape)))
 
 
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ex = fmul_exactness(args.pairs)
     alone = [unit_alone(k, u) for k, u in UNITS.items()]
     mach = machines(["fadd (shipped, fpu.fadd)", "fmul (fast range)"])
-    total = test_config(intermediate=6144).hidden_size
+    total = text_config("qwen3_5_2b_text").hidden_size
     if args.json:
         print(json.dumps({"fmul_exactness": ex, "units": alone, "machines": mach, "hidden": total}))
     else:
