@@ -25,8 +25,12 @@ here. The bounds watch is untouched by construction (loads and stores are not fu
 
 ``--floor`` runs the same on the full-ISA machine program (every ISA op one instruction, as if
 each were a unit: ``result_values.py --floor``): what fusion adds once the units exist.
+``--one-lane fmul,ffma`` charges those units as one lane wide (a group's four lanes in four passes,
+one row per lane: three more PASS tokens per group pass, the same results): what a unit narrow
+enough to fit (``bench/late_units.py``: one float-multiplier lane at width 3,072) costs in tokens.
 
-    python bench/fusion_model.py [--dir kernels] [-k NAMES | --sample] [--stages 2] [--floor] [--json]
+    python bench/fusion_model.py [--dir kernels] [-k NAMES | --sample] [--stages 2] [--floor]
+                                 [--one-lane OPS] [--json]
 """
 
 from __future__ import annotations
@@ -112,19 +116,24 @@ def chains(code: list[MInstr], stages: int) -> list[tuple[int, int]]:
     return out
 
 
-def model(cu: Path, spec: Path, stages: int, floor: bool = False) -> dict:
+def model(cu: Path, spec: Path, stages: int, floor: bool = False, one_lane: frozenset = frozenset()) -> dict:
     by_pc: dict[int, Counter] = {}
     prog: list = []
     _, stats = observe(cu, spec, native_mul=True, by_pc=by_pc, program=prog, floor=floor)
     code = prog[0].code
     toks = sum(c["pass"] + c["mask"] + c["result"] for c in by_pc.values())
+    # a one-lane unit runs a group's four lanes in four passes (one row per lane, the row's lane
+    # field guarding the write): three more PASS tokens per group pass, the same results
+    lane_passes = sum(3 * c["pass"] for pc, c in by_pc.items()
+                      if 0 <= pc < len(code) and code[pc].op in one_lane)
+    toks += lane_passes
     links = chains(code, stages)
     saved = sum(by_pc.get(j, Counter())["pass"] + by_pc.get(j, Counter())["mask"]
                 + by_pc.get(i, Counter())["result"] for i, j in links)
     fused_passes = sum(by_pc.get(j, Counter())["pass"] for _, j in links)
     return {"kernel": cu.stem, "ptx_warp_instructions": stats["ptx_warp_instructions"],
             "passes": stats["passes"], "tokens": toks, "links": len(links), "fused_passes": fused_passes,
-            "saved": saved}
+            "saved": saved, "one_lane_passes": lane_passes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,8 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--floor", action="store_true",
                     help="on the full-ISA program (every float op, conversion, division, atomic a unit: "
                          "result_values.py --floor) instead of the weights' lowering")
+    ap.add_argument("--one-lane", default="", metavar="OPS",
+                    help="machine ops (comma-separated, e.g. fmul,ffma) charged as one-lane units: "
+                         "four passes per lane group instead of one")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    one_lane = frozenset(x for x in args.one_lane.split(",") if x)
     from qwengpu.errors import QwenGPUError
     from qwengpu.runner import corpus
 
@@ -148,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.k and not any(k and k in cu.stem for k in args.k.split(",")):
             continue
         try:
-            rows.append(model(cu, spec, args.stages, args.floor))
+            rows.append(model(cu, spec, args.stages, args.floor, one_lane))
         except QwenGPUError as e:
             rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
             continue
