@@ -116,7 +116,47 @@ def chains(code: list[MInstr], stages: int) -> list[tuple[int, int]]:
     return out
 
 
-def model(cu: Path, spec: Path, stages: int, floor: bool = False, one_lane: frozenset = frozenset()) -> dict:
+STOPS = frozenset({"bra", "call", "ret", "exit", "bar", "trap"})
+
+
+def sunk_pairs(code: list[MInstr]) -> list[tuple[int, int]]:
+    """Fused pairs (i, j) where row i moves down to its first reader j (``--sink``): every row
+    between is straight-line code (no control op, no jump, call or return target) that neither
+    writes row i's register, its sources or the predicate it reads, nor reads its register; then
+    (i, j) must be a link as ``link`` checks an adjacent pair. Greedy from the top; a row is in one
+    pair at most."""
+    lo = live_out(code, R)
+    entered = targets(code)
+    used: set[int] = set()
+    out: list[tuple[int, int]] = []
+    for i, a in enumerate(code):
+        if i in used or a.op not in FIRST_OPS or len(a.d) != 1 or not isinstance(a.d[0], R):
+            continue
+        d = a.d[0].n
+        srcs = {x.n for x in a.s if isinstance(x, R)}
+        preds = {x.n for x in a.s if isinstance(x, P)}
+        for j in range(i + 1, len(code)):
+            b = code[j]
+            if j in entered or j in used:
+                break
+            if any(isinstance(x, R) and x.n == d for x in b.s):
+                moved = [*code[:i], *code[i + 1:j], a, *code[j:]]  # row i just above row j
+                lo_m = [*lo[:i], *lo[i + 1:j], 0, *lo[j:]]  # live after row j is unchanged
+                if link(moved, j - 1, lo_m, entered):  # no target lies between i and j
+                    out.append((i, j))
+                    used |= {i, j}
+                break
+            if b.op in STOPS:
+                break
+            wr = {x.n for x in b.d if isinstance(x, R)}
+            wp = {x.n for x in b.d if isinstance(x, P)}
+            if d in wr or wr & srcs or wp & preds:
+                break
+    return out
+
+
+def model(cu: Path, spec: Path, stages: int, floor: bool = False, one_lane: frozenset = frozenset(),
+          sink: bool = False) -> dict:
     by_pc: dict[int, Counter] = {}
     prog: list = []
     _, stats = observe(cu, spec, native_mul=True, by_pc=by_pc, program=prog, floor=floor)
@@ -127,7 +167,8 @@ def model(cu: Path, spec: Path, stages: int, floor: bool = False, one_lane: froz
     lane_passes = sum(3 * c["pass"] for pc, c in by_pc.items()
                       if 0 <= pc < len(code) and code[pc].op in one_lane)
     toks += lane_passes
-    links = chains(code, stages)
+    links = sunk_pairs(code) if sink else chains(code, stages)
+    # a fused pair runs in row j's pass (row i's lanes reach row j: straight-line code between)
     saved = sum(by_pc.get(j, Counter())["pass"] + by_pc.get(j, Counter())["mask"]
                 + by_pc.get(i, Counter())["result"] for i, j in links)
     fused_passes = sum(by_pc.get(j, Counter())["pass"] for _, j in links)
@@ -145,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--floor", action="store_true",
                     help="on the full-ISA program (every float op, conversion, division, atomic a unit: "
                          "result_values.py --floor) instead of the weights' lowering")
+    ap.add_argument("--sink", action="store_true",
+                    help="pairs (i, j): row i moved down to its first reader j when nothing between "
+                         "depends on it (a scheduling pass the code generator would need)")
     ap.add_argument("--one-lane", default="", metavar="OPS",
                     help="machine ops (comma-separated, e.g. fmul,ffma) charged as one-lane units: "
                          "four passes per lane group instead of one")
@@ -161,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.k and not any(k and k in cu.stem for k in args.k.split(",")):
             continue
         try:
-            rows.append(model(cu, spec, args.stages, args.floor, one_lane))
+            rows.append(model(cu, spec, args.stages, args.floor, one_lane, args.sink))
         except QwenGPUError as e:
             rows.append({"kernel": cu.stem, "error": str(e).splitlines()[0]})
             continue
