@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from placement_study import delay  # noqa: E402
+from placement_study import delay, print_live  # noqa: E402
 from unit_room import fmul_fast  # noqa: E402
 
 from qwengpu.compiler import Circuit, FitError, LayoutReport, compile_circuit, text_config  # noqa: E402
@@ -99,25 +99,10 @@ def late_register_file(c: Circuit, fx: M.Fetch, after: list[Bit]) -> tuple[list[
     stage.write(idx, d, is_data)
     staged = {j: stage.read(const(j, 4)) for j in [*range(12), P.IDX_UNIFORM, P.IDX_UNIFORM + 1]}
     wrow = c.concat(dst, cg)
-    hi8 = [t[i] for i in range(8, 16)]
     A: list[Word] = []
     B: list[Word] = []
     for lane in range(M.LANES):
-        def writes(*bits: int, lane: int = lane) -> int:
-            v = sum(b << i for i, b in enumerate(bits)) << 8
-            if not v >> 15:
-                return int((v >> 11) & 15 in (3 * lane + 2, P.IDX_UNIFORM + 2))
-            if v >> 14 & 1:
-                kind = (v >> 10) & 15
-                return int(kind == P.USHORT or (kind == P.SHORT and (v >> 8) & 3 == lane))
-            return 0
-
-        uni = M._match(c, idx, P.IDX_UNIFORM + 2)
-        en = c.all_of([c.lut(hi8, writes), m_exec])
-        wlong = c.mux(uni, c.concat(staged[P.IDX_UNIFORM], staged[P.IDX_UNIFORM + 1], d),
-                      c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
-        wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
-        wval = c.mux(is_short | is_ushort, wshort, wlong)
+        en, wval = M.commit(c, lane, tok, staged, is_short, is_ushort, m_exec)  # the shipped rule
         for port, reg, out in (("a", ra, A), ("b", rb, B)):
             bank = c.memory(f"rf{port}{lane}_late", rows=shape.nregs * M.GROUPS, width=32)
             bank.write(wrow, wval, en)  # type: ignore[arg-type]
@@ -290,9 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r['variant']} | {r['layers']} | {r['peak live']:,} (L{r['peak at layer']}) "
               f"| {r['late banks at layers'] or '-'} | {r['fits']} |")
-    print("\nlive residual after each layer's MLP:")
-    for r in rows:
-        print(f"  {r['variant']}: {' '.join(str(x) for x in r['live by layer'])}")
+    print_live(rows)
     return 0
 
 

@@ -196,6 +196,13 @@ VARIANTS: list[tuple[str, Callable[[], Circuit], Callable]] = [
 ]
 
 
+def print_live(rows: list[dict]) -> None:
+    """The live residual after each layer's MLP, one line per variant (``bench/late_units.py`` too)."""
+    print("\nlive residual after each layer's MLP:")
+    for r in rows:
+        print(f"  {r['variant']}: {' '.join(str(x) for x in r['live by layer'])}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
@@ -218,9 +225,7 @@ def main() -> int:
     for r in rows:
         peak = f"{r['peak live']:,} (L{r['peak at layer']})"
         print(f"| {r['variant']} | {r['layers']} | {peak} | {r['compiles']} |")
-    print("\nlive residual after each layer's MLP:")
-    for r in rows:
-        print(f"  {r['variant']}: {' '.join(str(x) for x in r['live by layer'])}")
+    print_live(rows)
     return 0
 
 

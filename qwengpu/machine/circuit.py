@@ -50,7 +50,7 @@ Scope: blocks of <= 64 threads (1-D), <= 65,535 blocks (1-D grid), integer subse
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from qwengpu.compiler import Circuit, Word
@@ -489,6 +489,35 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     )
 
 
+def commit(c: Circuit, lane: int, tok: Word, staged: Sequence[Word] | Mapping[int, Word], is_short: Bit,
+           is_ushort: Bit, m_exec: Bit) -> tuple[Bit, Word]:
+    """When the register file's lane position ``lane`` is written, and with what: (write enable,
+    32-bit value). A register is written whole at its last chunk token (its lane's third chunk or
+    the third uniform chunk, with the two staged chunks before it), by a SHORT for this lane or by a
+    USHORT, in exec mode; the enable is one function of the token's top bits, then "and in exec
+    mode". (``bench/late_units.py``'s late copy of the register file commits by this same rule.)"""
+    t = list(tok.bits)
+    idx, d = tok[11:15], tok[0:11]
+    hi8 = [t[i] for i in range(8, 16)]
+
+    def writes(*bits: int) -> int:
+        v = sum(b << i for i, b in enumerate(bits)) << 8
+        if not v >> 15:
+            return int((v >> 11) & 15 in (3 * lane + 2, P.IDX_UNIFORM + 2))
+        if v >> 14 & 1:
+            kind = (v >> 10) & 15
+            return int(kind == P.USHORT or (kind == P.SHORT and (v >> 8) & 3 == lane))
+        return 0
+
+    uni = _match(c, idx, P.IDX_UNIFORM + 2)
+    en = c.all_of([c.lut(hi8, writes), m_exec])
+    wlong = c.mux(uni, c.concat(staged[P.IDX_UNIFORM], staged[P.IDX_UNIFORM + 1], d),
+                  c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
+    # SHORT(lane, 8 bits) / USHORT(10 bits, every lane): a small result in one token
+    wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
+    return en, c.mux(is_short | is_ushort, wshort, wlong)
+
+
 def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
     """RF read and operand select (doc section 5, layers 2-3), per lane position; row = group * 32 +
     register. A result's last chunk token commits the word to both port copies (write before read)."""
@@ -504,26 +533,7 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
     CV: list[Bit] = []
     tid_lo = [c.concat(c.const(lane, 2), cg) for lane in range(LANES)]
     for lane in range(LANES):
-        # a register is written whole at its last chunk token, from the two staged chunks before
-        # the write enable: one function of the token's top bits, then "and in exec mode"
-        hi8 = [t[i] for i in range(8, 16)]
-
-        def writes(*bits: int, lane: int = lane) -> int:
-            v = sum(b << i for i, b in enumerate(bits)) << 8
-            if not v >> 15:
-                return int((v >> 11) & 15 in (3 * lane + 2, P.IDX_UNIFORM + 2))
-            if v >> 14 & 1:
-                kind = (v >> 10) & 15
-                return int(kind == P.USHORT or (kind == P.SHORT and (v >> 8) & 3 == lane))
-            return 0
-
-        uni = _match(c, idx, P.IDX_UNIFORM + 2)
-        en = c.all_of([c.lut(hi8, writes), m_exec])
-        wlong = c.mux(uni, c.concat(staged[P.IDX_UNIFORM], staged[P.IDX_UNIFORM + 1], d),
-                      c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
-        # SHORT(lane, 8 bits) / USHORT(10 bits, every lane): a small result in one token
-        wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
-        wval = c.mux(fx.is_short | is_ushort, wshort, wlong)
+        en, wval = commit(c, lane, tok, staged, fx.is_short, is_ushort, m_exec)
         rfv = []
         for port, reg in (("a", f["ra"]), ("b", f["rb"])):
             bank = c.memory(f"rf{port}{lane}", rows=shape.nregs * GROUPS, width=32)
