@@ -184,7 +184,7 @@ def main() -> None:
             continue
         row.update(instructions=len(prog.code), prompt_tokens=len(prompt))
         try:
-            opts = Options(native_mul=mshape.multiplier, native_fadd=mshape.fadd)
+            opts = Options(native_mul=mshape.multiplier, native_fadd=mshape.fadd, native_fmulf=mshape.fmulf)
             sim = run_for_weights(cu, spec, options=opts)
         except QwenGPUError:  # lowered without the multiplier (softmem.lower_for_weights): its count
             sim = run_for_weights(cu, spec)

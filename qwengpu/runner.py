@@ -222,7 +222,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         except ModuleNotFoundError:  # no 'model' extra: no machine to refuse anything, no note
             return None
         shape = MachineShape()
-    opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd}
+    opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd, "native_fmulf": shape.fmulf}
     grid, block = tuple(spec.grid), tuple(spec.block)
     def refusal(high: list[str]) -> str | None:
         # (threads per block and blocks: plan_memory, in lower_for_weights, checks them with the

@@ -47,15 +47,17 @@ def test_default_is_2b_and_the_environment_overrides_it(monkeypatch: pytest.Monk
 
 
 def test_default_config_and_cache_key_are_the_2b_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from qwengpu.model.configs import shape_for
+    from qwengpu.model.configs import MACHINE_WIDTH_2B, shape_for
     from qwengpu.model.machine_checkpoint import compiler_version
     from qwengpu.runtime.engine import machine_config
 
     monkeypatch.delenv(SHAPE_ENV, raising=False)
     cfg = machine_config()
-    for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "linear_num_value_heads"):
+    for k in ("intermediate_size", "num_hidden_layers", "linear_num_value_heads"):
         assert getattr(cfg, k) == TWO_B[k], k
-    assert shape_for(cfg).multiplier  # the 2B shape's MLPs hold the multiplier
+    # Qwen3.5-2B's layer fields at the machine's own width (its residual holds the one-lane multiplier)
+    assert cfg.hidden_size == MACHINE_WIDTH_2B > TWO_B["hidden_size"]
+    assert shape_for(cfg).multiplier and shape_for(cfg).fmulf  # the 2B shape's MLPs hold the multiplier
     assert compiler_version() == compiler_version(machine_config("2b"))
     assert compiler_version() != compiler_version(machine_config("test"))
     monkeypatch.setenv(SHAPE_ENV, "test")

@@ -17,7 +17,8 @@ Exactness: calling a live value dead corrupts the run, so the analysis is exact-
   routine's summary: what it reads before writing, what it writes on every path), the link
   register (written by ``call``, read by ``ret``);
 * a guarded write does not kill (lanes whose guard is false keep the old value), and the old value
-  is live into it exactly when the register is live after it;
+  is live into it exactly when the register is live after it; nor does a one-lane row (``fmulf``
+  with a ``lane``: the other lanes keep theirs);
 * ``exit``: the machine's registers persist across blocks (the next block's thread runs on the
   same register file rows, from pc 0), so what is live into pc 0 is live at every ``exit`` (and
   after the last instruction); ``trap`` and ``bar`` fall through like any instruction;
@@ -40,7 +41,8 @@ def _use_kill(ins: MInstr, cls: type) -> tuple[int, int]:
     defs = set(_regs(ins.d, cls))
     # ``call``: the link is written by the calling lanes only; lanes that do not call never read
     # their old link (links are written only by calls and read only by ``ret``), as in regalloc
-    kills = defs if (ins.guard is None or ins.op == "call") else set()
+    partial = ins.guard is not None or ins.mod("lane") is not None
+    kills = defs if (not partial or ins.op == "call") else set()
     return sum(1 << u for u in uses), sum(1 << k for k in kills)
 
 

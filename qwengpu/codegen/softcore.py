@@ -174,6 +174,7 @@ WEIGHT_OPS: frozenset[str] = frozenset(
         "mov", "add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz",
         "brev", "sel", "setp", "ld", "st", "bra", "exit", "addw", "subw", "mulw", "s2r", "call", "ret",
         "mul",  # only with the multiplier (``weight_name(ins, native_mul=True)``)
+        "fmulf",  # only emitted with the one-lane float multiplier (``Options.native_fmulf``)
     }
 )  # fmt: skip
 WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -232,6 +233,10 @@ class Options:
     #: cold routine); off only when a program does not fit the ROM with it (the fast path and the
     #: slow routine together are longer than the integer sequence alone)
     fast_floats: bool = True
+    #: the machine has the one-lane fast-range float multiplier (``circuit.float_multiplier``,
+    #: ``MachineShape.fmulf``): the fast path's product of ``mul.rn.f32`` is one ``fmulf`` row,
+    #: four rows (one per lane) after register allocation (``softmem.expand_one_lane``)
+    native_fmulf: bool = False
 
 
 class Fresh:

@@ -722,7 +722,13 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c = _srcs(ins)
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
-    if _on_the_adders(fr, ins, a, c):
+    if _on_the_adders(fr, ins, a, c) and getattr(getattr(fr, "opts", None), "native_fmulf", False):
+        # the one-lane multiplier rounds the product of the range's factors itself
+        ok, zero, s0, _ = _product_checks(b, a, c, ftz)
+        res = _or_slow_path(
+            b, ok, b.sel(s0, b.op("fmulf", a, c), zero), f"fmul.slow[ftz={ftz}]", (a, c),
+            lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat))
+    elif _on_the_adders(fr, ins, a, c):
         ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
         fast = b.sel(s0, _round_product(b, s0, es, h, low), zero)
         res = _or_slow_path(
@@ -758,14 +764,8 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
 ES_MIN, ES_MAX = 174, 377
 
 
-def _product_words(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Val, Val]:
-    """(ok, zero, s0, es, H, low). ``ok``: both factors finite and either one is zero (``zero``:
-    the product is the signed zero ``s0``; with ``ftz`` a subnormal factor is a zero) or both are
-    normal with exponent fields summing to ES_MIN..ES_MAX. Then the 48-bit significand product is
-    P = H·2^24 + (low mod 2^24) (H < 2^24, from four 12 × 12 products; ``low`` = P mod 2^32) and
-    a·c = P · 2^(es - 300), ``es`` the exponent fields' sum (small values: one token per lane,
-    where full words cost three). Outside ``ok`` and for a zero product the words are garbage
-    (the caller takes the slow path, or ``s0``)."""
+def _product_checks(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val]:
+    """(ok, zero, s0, es): the fast path's checks (``_product_words``) without the product."""
     # the checks are chains of predicates (one token per lane group each, where a full word is
     # three per lane): ok = (in range and both normal, or a zero factor) and both finite
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
@@ -781,6 +781,18 @@ def _product_words(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Va
     for x in (aa, ac):
         ok = b.setp("lt", x, Imm(INF), bop="and", c=ok)
     s0 = b.and_(b.xor(a, c), Imm(SIGN))
+    return ok, zero, s0, es
+
+
+def _product_words(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val, Val, Val]:
+    """(ok, zero, s0, es, H, low). ``ok``: both factors finite and either one is zero (``zero``:
+    the product is the signed zero ``s0``; with ``ftz`` a subnormal factor is a zero) or both are
+    normal with exponent fields summing to ES_MIN..ES_MAX. Then the 48-bit significand product is
+    P = H·2^24 + (low mod 2^24) (H < 2^24, from four 12 × 12 products; ``low`` = P mod 2^32) and
+    a·c = P · 2^(es - 300), ``es`` the exponent fields' sum (small values: one token per lane,
+    where full words cost three). Outside ``ok`` and for a zero product the words are garbage
+    (the caller takes the slow path, or ``s0``)."""
+    ok, zero, s0, es = _product_checks(b, a, c, ftz)
     ma = b.or_(b.and_(a, Imm(0x7FFFFF)), Imm(0x800000))
     mc = b.or_(b.and_(c, Imm(0x7FFFFF)), Imm(0x800000))
     ah, al = b.shr(ma, Imm(12)), b.and_(a, Imm(0xFFF))

@@ -1100,7 +1100,25 @@ def _lower_for_weights(
             )
         plan = replace(plan, spill_words=out.spill_words, spill_base=plan.low - need_words)
         out = _map_spills(out, plan)
-    return _const_plops(out), plan
+    return expand_one_lane(_const_plops(out)), plan
+
+
+def expand_one_lane(prog: Program) -> Program:
+    """Every ``fmulf`` without a lane -> four rows, lanes 0-3 (the one-lane multiplier of
+    ``circuit.float_multiplier`` computes one lane of a group per row). After register allocation,
+    so the allocator sees one definition; the four rows are adjacent and each writes its lanes only
+    (``codegen.liveness``: a lane row kills nothing), and a row reads only its own lane's operands,
+    so a destination that is also a source is safe: the rows before it wrote other lanes."""
+    if not any(ins.op == "fmulf" and ins.mod("lane") is None for ins in prog.code):
+        return prog
+    items: list[tuple[int, MInstr]] = []
+    for pc, ins in enumerate(prog.code):
+        if ins.op == "fmulf" and ins.mod("lane") is None:
+            for k in range(4):
+                items.append((pc if k == 0 else AFTER, replace(ins, m={**ins.m, "lane": k})))
+        else:
+            items.append((pc, ins))
+    return rebuild(prog, items)
 
 
 # ---------------------------------------------------------------------------------------------

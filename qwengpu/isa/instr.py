@@ -251,6 +251,13 @@ _SPECS = [
         "d = s32/u32 of the f64 a rounded rni rzi rmi rpi, saturating, NaN -> 0",
     ),
     OpSpec("d2l", "fpu", "rr", "rr", ("sign", "irnd"), "d = s64/u64 pair of the f64 a (as d2i)"),
+    # ---- the weights' one-lane unit (last, so the op codes before it stay as they were)
+    OpSpec(
+        "fmulf", "fpu", "r", "rr", ("lane",),
+        "d = a * b by the weights' fast-range multiplier (fp32.mul_fast: mul.rn of normal factors whose "
+        "exponent fields sum to 174..377, a fixed function of the bits elsewhere); lane k: only the "
+        "threads at position k of their lane group (laneid % 4 == k) write, the others keep d",
+    ),
 ]
 SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
 OPCODES: dict[str, int] = {s.name: i for i, s in enumerate(_SPECS)}
@@ -267,6 +274,7 @@ MOD_VALUES: dict[str, tuple[Any, ...]] = {
     "ftz": (False, True),
     "sat": (False, True),
     "odd": (False, True),
+    "lane": (None, 0, 1, 2, 3),
     "space": ("global", "shared", "local", "param", "callparam", "const", "generic", "spill"),
     "size": (1, 2, 4),
     "amode": ("z", "s"),
@@ -289,6 +297,7 @@ MOD_DEFAULTS: dict[str, Any] = {
     "ftz": False,
     "sat": False,
     "odd": False,
+    "lane": None,
     "bop": None,
     "irnd": None,
     "amode": "z",

@@ -652,6 +652,27 @@ class MachineSim(core.SimtCore):
     def _op_fmul(self, ins: MInstr, pc: int) -> Callable:
         return self._fop(ins, fp32.mul)
 
+    def _op_fmulf(self, ins: MInstr, pc: int) -> Callable:
+        """The weights' one-lane multiplier: lane k writes only the threads at position k of their
+        lane group (a guard the row carries in the weights: ``circuit.one_lane_guard``)."""
+        def prod(a: object, b: object) -> np.ndarray:
+            return fp32.mul_fast(np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)),
+                                 np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)))
+
+        f = self._alu(ins, prod)
+        k = ins.mod("lane")
+        if k is None:
+            return f
+        mine = (np.arange(WARP) % 4) == k
+
+        def one_lane(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            mm = mine if m is None else (m & mine)
+            if not mm.any():
+                return (NEXT, 0)
+            return f(w, mm)
+
+        return one_lane
+
     def _op_ffma(self, ins: MInstr, pc: int) -> Callable:
         return self._fop(ins, fp32.fma)
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from qwengpu.compiler import Circuit, Word
 from qwengpu.compiler.ir import Bit
 from qwengpu.machine import protocol as P
-from qwengpu.machine.fpu import fadd
+from qwengpu.machine.fpu import fadd, fmul_fast
 
 LANES = 4
 NCHUNK = 3  # 11-bit chunks per 32-bit word
@@ -92,10 +92,13 @@ ROM_OPS = (
     "ret",
     "trap",
     "fadd",  # after the others, so the op codes of machines without the adder stay as they were
+    # the fast-range float multiplier (``fpu.fmul_fast``), ONE lane per row: the row's ``target``
+    # bits 0-1 name the lane (``one_lane_guard``); after the others, for the same reason
+    "fmulf",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
-REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1), and fadd
-REG_RESULT_EXTRA = ("fadd",)
+REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1), and fadd, fmulf
+REG_RESULT_EXTRA = ("fadd", "fmulf")
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOPS = (None, "and", "or", "xor")
 # operand a from a special register (ROM field a_sr): thread index in the block, laneid, warpid,
@@ -175,10 +178,14 @@ class MachineShape:
     #: fit beside the multiplier on the 2B shape when placement leaves ``FADD_MLP_RESERVE`` neurons
     #: per MLP to the residual's resets (``bench/fadd_unit.py``)
     fadd: bool = False
+    #: one fast-range float multiplier (``fpu.fmul_fast``: ``mul.rn.f32`` of normal factors whose
+    #: product is normal), one lane per row (``float_multiplier``); it needs the residual of a
+    #: machine wider than 2,048 (``bench/late_units.py``: it fits at 3,072, 43 layers)
+    fmulf: bool = False
 
 
 #: the fields of ``MachineShape`` that name units beside the integer datapath (``machine info``)
-MACHINE_UNITS = ("multiplier", "fadd")
+MACHINE_UNITS = ("multiplier", "fadd", "fmulf")
 
 #: MLP neurons per layer that placement leaves free for reset neurons when the machine has the
 #: float adders (without them the residual does not fit: bench/fadd_unit.py)
@@ -806,6 +813,30 @@ def float_adder(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
         dp.res[lane] = c.mux(is_fadd, fadd(c, ops.A[lane], ops.B[lane], ftz, neg=neg, odd=odd), dp.res[lane])
 
 
+def one_lane_guard(c: Circuit, fx: Fetch, ops: Operands) -> None:
+    """A one-lane row (``fmulf``) executes in the lane its ``target`` bits 0-1 name: the other lanes
+    see the row as a guarded-off instruction (their pc advances, nothing is written or emitted), so
+    the emit and the commit need no new rule. Built right after the register file: the guard is
+    what the scheduler's lanes read."""
+    is_one = _match(c, fx.op, OP["fmulf"])
+    k = fx.f["target"][0:2]
+    for lane in range(LANES):
+        ops.G[lane] = c.lut([is_one, *k.bits, ops.G[lane]], lambda one, k0, k1, g, ln=lane: int(
+            g and (not one or k0 + 2 * k1 == ln)))
+
+
+def float_multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
+    """``fmulf``: ``a * b`` of the lane the row names (``fpu.fmul_fast``), one unit for the four
+    lanes (operands selected by the row's ``target`` bits 0-1, the product muxed into every lane's
+    result: only the named lane's is emitted, ``one_lane_guard``). Built after the adders, for the
+    reason the multiplier is built after the scheduler."""
+    is_fm = _match(c, fx.op, OP["fmulf"])
+    k = fx.f["target"][0:2]
+    y = fmul_fast(c, c.select(k, ops.A), c.select(k, ops.B))[:32]
+    for lane in range(LANES):
+        dp.res[lane] = c.mux(is_fm, y, dp.res[lane])
+
+
 def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
     """Next-PC and reconvergence (doc sections 0 and 5, late layers): every lane's scheduler row, the
     group and warp minimum pcs, and the choice of the next pass (group, pc) with its lane mask."""
@@ -1116,6 +1147,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     c = Circuit("qwengpu_machine")
     fx = fetch_decode(c, shape)
     ops = register_file(c, shape, fx)
+    if shape.fmulf:
+        one_lane_guard(c, fx, ops)
     if not shape.gmem_late:
         pw, words, pages = global_memory(c, shape, fx, ops)
     dp = datapath(c, fx, ops)
@@ -1126,6 +1159,8 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
         multiplier(c, fx, ops, dp)
     if shape.fadd:
         float_adder(c, fx, ops, dp)
+    if shape.fmulf:
+        float_multiplier(c, fx, ops, dp)
     if extra is not None:
         is_new = _match(c, fx.op, len(ROM_OPS))
         for lane in range(LANES):

@@ -1,4 +1,5 @@
-"""The float adder in the weights: ``add.rn.f32`` (optionally ``.ftz``) as one exact circuit.
+"""The float units in the weights: the adder, ``add.rn.f32`` (optionally ``.ftz``) as one exact
+circuit, and the fast-range multiplier (``fmul_fast``, one lane wide).
 
 Why: the float add family (``fma``, ``add``/``sub.f32``, the float ``atomicAdd``) is 42 % of the
 tokens the model writes for the corpus (docs/machine-in-weights.md 8.3), because its integer
@@ -140,3 +141,38 @@ def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None, neg:
         probe.update(swap=swap, dab=dab, T0=t0, Trest=trest, S=S, therm=therm, S1=S1, K=K, em1=em1, up=up,
                      packed=packed, ovf=ovf, mag=magb, xa=xa, MX=MX)
     return Word(c, [*magb, sign])
+
+
+#: the fast-range multiplier's range of the factors' exponent fields' sum (both normal): from 174
+#: (|a·b| >= 2^-80) to 377 (|a·b| < 2^125): the product is a normal float (``codegen.softfloat``'s
+#: ``ES_MIN`` / ``ES_MAX``, whose fast path checks it before the unit's row)
+FMUL_ES_MIN, FMUL_ES_MAX = 174, 377
+
+
+def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
+    """``a * b`` rounded to nearest even for normal factors whose exponent fields sum to
+    FMUL_ES_MIN..FMUL_ES_MAX (the product is then a normal float). Outside that range the word is
+    a fixed function of the bits (``simt.fp32.mul_fast`` computes the same one, so the simulator
+    and the weights agree on every input): the hidden bits are forced to 1, the exponent field is
+    the low 8 bits of ``ea + eb - 127`` plus the significand's carry.
+
+    Why this unit: the float multiply's integer sequence (four 12 x 12 ``mul`` rows for the high
+    half of the 48-bit product, one for the low word, rounding in integer) is the dot demo's
+    largest cost; one lane of it is what the residual of a 3,072-wide machine has room for
+    (``bench/late_units.py``), so the machine runs a group's four lanes in four rows."""
+    one, zero = Bit(c, const=1), Bit(c, const=0)
+    ma = Word(c, list(a.bits[:23]) + [one] + [zero] * 24)
+    mb = Word(c, list(b.bits[:23]) + [one] + [zero] * 24)
+    p = (ma * mb)[:48]
+    top = p[47]
+    m = c.mux(top, Word(c, list(p.bits[24:48])), Word(c, list(p.bits[23:47])))
+    r = c.lut([top, p[23], p[22]], lambda t, x, y: x if t else y)
+    low = c.any_of(list(p.bits[:22]))
+    sticky = c.lut([low, top, p[22]], lambda s, t, y: int(s or (t and y)))
+    up = c.lut([r, sticky, m[0]], lambda r_, s_, l_: int(r_ and (s_ or l_)))
+    ea = Word(c, list(a.bits[23:31]) + [zero, zero])
+    eb = Word(c, list(b.bits[23:31]) + [zero, zero])
+    s = c.add(ea, eb, top)  # the result's exponent field is s - 127: (s - 128) mod 256 + the hidden bit
+    e8 = list(s.bits[:7]) + [~s.bits[7]]
+    packed = c.add(Word(c, [zero] * 23 + e8 + [zero]), Word(c, list(m.bits) + [zero] * 8), up)
+    return Word(c, list(packed.bits[:31]) + [a[31] ^ b[31]])

@@ -26,14 +26,28 @@ SMALL_GMEM_WORDS, SMALL_GMEM_BANK_ROWS = 2048, 1024
 #: machine with it does not fit intermediate 2048, 3072 or 4096 at hidden 2048, and fits 6144, the
 #: Qwen3.5-2B shape, at 37 layers: docs/machine-in-weights.md section 8)
 MULTIPLIER_MIN_INTERMEDIATE = 6144
+#: the width (hidden size) the 2B-shape machine is compiled at: Qwen3.5-2B's layer fields, a wider
+#: residual. The one-lane float multiplier needs it (measured: at 2,048 "all 2041 signal dimensions
+#: are taken", at 2,304 too; at 2,560 43 layers, 2,533 signal dims; docs/machine-in-weights.md
+#: 9.21). A mount's width is the base's plus this (``mount.default_width``): 4,608 for the 2B
+MACHINE_WIDTH_2B = 2560
+
+
+def machine_2b_config():
+    """The layer config of the 2B-shape machine: Qwen3.5-2B's text config at MACHINE_WIDTH_2B."""
+    from qwengpu.compiler import text_config
+
+    return text_config("qwen3_5_2b_text", hidden_size=MACHINE_WIDTH_2B)
 
 
 def shape_for(config) -> MachineShape:
     """The machine compiled into ``config``'s layers: with the multiplier and the float adders where
-    they have room (both measured on the 2B shape: bench/fadd_unit.py)."""
+    they have room (both measured on the 2B shape: bench/fadd_unit.py), and the one-lane float
+    multiplier at a width of MACHINE_WIDTH_2B or more."""
     room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
     if room:
-        return MachineShape(multiplier=True, fadd=True, ro_words=RO_WORDS_2B)
+        return MachineShape(multiplier=True, fadd=True, ro_words=RO_WORDS_2B,
+                            fmulf=int(config.hidden_size) >= MACHINE_WIDTH_2B)
     return MachineShape(rom_rows=SMALL_ROM_ROWS, gmem_words=SMALL_GMEM_WORDS,
                         gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False)
 

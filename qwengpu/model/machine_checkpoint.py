@@ -124,9 +124,9 @@ def config_named(name: str | None = None):
     from qwengpu.shapes import resolve_shape_name
 
     if resolve_shape_name(name) == "2b":
-        from qwengpu.compiler import text_config
+        from qwengpu.model.configs import machine_2b_config
 
-        return text_config("qwen3_5_2b_text")
+        return machine_2b_config()
     return test_config()
 
 
@@ -579,9 +579,9 @@ def _shape_name(meta: dict[str, Any]) -> str:
     if want == _config_dict(test_config()):
         return "test"
     try:
-        from qwengpu.compiler import text_config
+        from qwengpu.model.configs import machine_2b_config
 
-        if want == _config_dict(text_config("qwen3_5_2b_text")):
+        if want == _config_dict(machine_2b_config()):
             return "2b"
     except (OSError, ValueError):  # pragma: no cover - the packaged config is missing
         pass

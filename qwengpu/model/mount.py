@@ -213,14 +213,14 @@ def text_config_of(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 # the machine
 # ---------------------------------------------------------------------------------------------
 def machine_config_for(text: dict[str, Any]):
-    """The machine's compile config for a base's layer shape (hidden 2048, the base's layer fields).
+    """The machine's compile config for a base's layer shape (the base's layer fields; hidden 2048,
+    or ``configs.MACHINE_WIDTH_2B`` for the 2B's).
 
     The test shape and the 2B shape are the exact configs the rest of qwengpu compiles for (one
     cache entry each); any other layer shape is the test config with the base's fields."""
-    from qwengpu.compiler import text_config
-    from qwengpu.model.configs import test_config
+    from qwengpu.model.configs import machine_2b_config, test_config
 
-    for cand in (test_config(), text_config("qwen3_5_2b_text")):
+    for cand in (test_config(), machine_2b_config()):
         if all(getattr(cand, k) == text.get(k, getattr(cand, k)) for k in LAYER_FIELDS):
             return cand
     cfg = test_config()

@@ -192,6 +192,15 @@ def encode_program(
             f.update(op=OP["fadd"], csign=int(bool(ins.mod("ftz"))), cmp=cmp)
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
+        elif op == "fmulf":
+            if not shape.fmulf:
+                raise _refuse(ins, "this machine shape has no one-lane float multiplier (MachineShape.fmulf)")
+            if ins.mod("lane") is None:
+                raise _refuse(ins, "an fmulf row names its lane (softmem.expand_one_lane)")
+            # the lane rides in the target field (free outside branches: circuit.one_lane_guard)
+            f.update(op=OP["fmulf"], target=int(ins.mod("lane")))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
         elif op in ("mov", "not", "popc", "clz", "brev"):
             f["op"] = OP[op]
             reg_or_imm(srcs[0], "a")
@@ -333,7 +342,8 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
             prog, mem = lower_for_weights(
                 lowered, grid, block, spec.shared_bytes,
-                options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd),
+                options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd,
+                                native_fmulf=shape.fmulf),
                 gmem_words=shape.gmem_words, arena_words=arena_words,
             )
             if len(prog.code) <= shape.rom_rows:

@@ -432,6 +432,25 @@ def add_odd(a: U32, b: U32, ftz: bool = False) -> U32:
         return np.where(keep_rn, rn, bits).astype(np.uint32)
 
 
+def mul_fast(a: U32, b: U32) -> U32:
+    """The weights' fast-range float multiplier (``machine.fpu.fmul_fast``), bit for bit on EVERY
+    input: ``a * b`` rounded to nearest even when both factors are normal and their exponent fields
+    sum to 174..377 (then it equals ``mul``); elsewhere the same fixed function of the bits (hidden
+    bits forced to 1, the exponent field wrapping mod 256). Not a PTX operation: the code generator
+    uses it only behind the fast path's range check (``codegen.softfloat``)."""
+    a, b = _u32(a).astype(np.uint64), _u32(b).astype(np.uint64)
+    p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)  # 48 bits
+    top = (p >> 47) & 1
+    m = np.where(top == 1, p >> 24, p >> 23) & 0xFFFFFF
+    r = np.where(top == 1, (p >> 23) & 1, (p >> 22) & 1)
+    sticky = ((p & 0x3FFFFF) != 0) | ((top == 1) & (((p >> 22) & 1) == 1))
+    up = (r == 1) & (sticky | ((m & 1) == 1))
+    s = ((a >> 23) & 0xFF) + ((b >> 23) & 0xFF) + top
+    e8 = (s ^ 0x80) & 0xFF
+    mag = ((e8 << 23) + m + up.astype(np.uint64)) & 0x7FFFFFFF
+    return ((((a ^ b) >> 31) & 1) << 31 | mag).astype(np.uint32)
+
+
 def sub(a: U32, b: U32, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> U32:
     """``sub{.rnd}{.ftz}{.sat}.f32`` (= a + (-b))."""
     return add(a, _u32(b) ^ _SIGN32, rnd, ftz, sat)

@@ -142,6 +142,10 @@ def machine(
         assert all(in_weights(x, *nat) for x in prog.code if x.ptx == own)
     if alloc:
         prog = allocate(prog)
+    if weights and options is not None and options.native_fmulf:
+        from qwengpu.codegen.softmem import expand_one_lane
+
+        prog = expand_one_lane(prog)  # as the weights run it: four one-lane rows per fmulf
     bound = bind(spec, _kernel_fn())
     st = MachineSim(prog).launch(spec.grid, spec.block, bound.param_bytes, bound.gmem)
     if info is not None:

@@ -1,0 +1,161 @@
+"""The one-lane fast-range float multiplier (machine v2, issue 26): ``fpu.fmul_fast`` in the
+weights, ``fp32.mul_fast`` in the simulator, the ``fmulf`` row that softfloat's fast path of
+``mul.rn.f32`` uses for the product, expanded after register allocation into four rows (one per
+lane of a group) that kill nothing in the liveness analysis.
+
+Checked here: the circuit against the simulator's function bit for bit on any words (so the
+weights and the simulator agree even where the value is garbage), both against float32
+multiplication in the unit's range; ``mul.rn.f32`` lowered with the unit against ``fp32.mul`` on
+the fast-path test's operands (ties, range ends, zeros, subnormals, specials, guarded, aliased,
+constant factors, both ``ftz``); the rows, their lanes and the ROM encoding; and a negative
+control (a range check widened past the unit's range breaks the results)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import test_fma_on_adders as tfa
+import test_softfloat as tsf
+
+from qwengpu.codegen import softfloat as sf
+from qwengpu.codegen.liveness import dead_results
+from qwengpu.codegen.softcore import Options
+from qwengpu.codegen.softmem import expand_one_lane
+from qwengpu.compiler import Circuit, evaluate
+from qwengpu.isa.instr import Imm, MInstr, R
+from qwengpu.isa.program import Program
+from qwengpu.machine import fpu
+from qwengpu.simt import fp32
+
+UNIT = Options(native_mul=True, native_fadd=True, native_fmulf=True)
+U = np.uint32
+
+
+def _circuit_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    c = Circuit("fmulf")
+    x, y = c.input("a", 32), c.input("b", 32)
+    c.output("y", fpu.fmul_fast(c, x, y))
+    out = evaluate(c, {"a": a.astype(np.int64).astype(object), "b": b.astype(np.int64).astype(object)})["y"]
+    return np.array([int(v) for v in out.ravel()], dtype=np.uint64).astype(U)
+
+
+def test_the_circuit_is_the_simulators_function_on_any_words():
+    """Bit for bit on random words (specials, subnormals, exponents far outside the range) and on
+    in-range pairs, where both are float32 multiplication rounded to nearest even."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, 600, dtype=np.uint64).astype(U)
+    b = rng.integers(0, 2**32, 600, dtype=np.uint64).astype(U)
+    ra, rb, _ = tfa._cases(11, n=200)[0]
+    edge = np.array(tsf.EDGE, dtype=U)
+    ea, eb = np.repeat(edge, len(edge)), np.tile(edge, len(edge))
+    a, b = np.concatenate([a, ra, ea]), np.concatenate([b, rb, eb])
+    got = _circuit_products(a, b)
+    assert np.array_equal(got, fp32.mul_fast(a, b))
+    e1, e2 = (a >> 23) & 0xFF, (b >> 23) & 0xFF
+    es = e1 + e2
+    inr = (e1 > 0) & (e1 < 255) & (e2 > 0) & (e2 < 255) & (es >= fpu.FMUL_ES_MIN) & (es <= fpu.FMUL_ES_MAX)
+    assert inr.sum() > 300
+    assert np.array_equal(got[inr], fp32.mul(a[inr], b[inr]))
+    assert (sf.ES_MIN, sf.ES_MAX) == (fpu.FMUL_ES_MIN, fpu.FMUL_ES_MAX)
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_mul_on_the_one_lane_unit_is_exact(ftz):
+    mods = {"ftz": True} if ftz else {}
+    for a, b, c in tfa._cases(43 + ftz):
+        tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT)
+    a, b, c = tfa._cases(7)[0]
+    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, guard=True)
+    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, alias=0)
+    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, alias=1)
+    for k in (0x3FB8AA3B, 0x3F000000, 0xC0490FDB, 0x00000001, 0x7F800000, 0, 0x7F7FFFFF, 0x00800000):
+        tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, imm={1: k})
+
+
+def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
+    rng = np.random.default_rng(3)
+    a, b = tfa._floats(rng, 64, 110, 145), tfa._floats(rng, 64, 110, 145)
+    info: dict = {}
+    tsf.check("fmul", {}, a, b, b, weights=True, options=UNIT, info=info)
+    code = info["program"].code
+    rows = [i for i, x in enumerate(code) if x.op == "fmulf"]
+    assert len(rows) == 4 and rows == list(range(rows[0], rows[0] + 4))
+    assert [code[i].mod("lane") for i in rows] == [0, 1, 2, 3]
+    unit = info["stats"].machine_by_ptx[info["ptx"]]
+    tsf.check("fmul", {}, a, b, b, weights=True, options=tfa.NATIVE, info=info)
+    assert unit < 0.6 * info["stats"].machine_by_ptx[info["ptx"]]
+
+
+def test_a_one_lane_row_kills_nothing():
+    """Three of the four rows would look dead if a lane row killed its destination."""
+    mk = lambda k: MInstr("fmulf", (R(1),), (R(2), R(3)), {"lane": k})  # noqa: E731
+    code = [mk(0), mk(1), mk(2), mk(3), MInstr("st", (), (R(4), R(1)), {"space": "global", "size": 4}),
+            MInstr("exit", (), ())]
+    assert dead_results(code)[:4] == [False] * 4
+    code[4] = MInstr("mov", (R(1),), (Imm(0),))  # overwritten before any read: the last row is dead
+    assert dead_results(code)[3]
+
+
+def _program(code: list[MInstr]) -> Program:
+    rng = np.random.default_rng(3)
+    a = tfa._floats(rng, 32, 110, 145)
+    info: dict = {}
+    tsf.check("fmul", {}, a, a, a, weights=True, options=UNIT, info=info)
+    return replace(info["program"], code=code, ptx_ranges=[])
+
+
+def test_the_expansion_keeps_branch_targets():
+    code = [MInstr("bra", (), (), target=2), MInstr("mov", (R(2),), (Imm(1),)),
+            MInstr("fmulf", (R(1),), (R(2), R(2))), MInstr("bra", (), (), target=2), MInstr("exit", (), ())]
+    prog = expand_one_lane(_program(code))
+    ops = [x.op for x in prog.code]
+    assert ops == ["bra", "mov", "fmulf", "fmulf", "fmulf", "fmulf", "bra", "exit"]
+    assert prog.code[0].target == 2 and prog.code[6].target == 2
+
+
+def _field(row: int, name: str) -> int:
+    from qwengpu.machine.circuit import ROM_FIELDS
+
+    off = 0
+    for n, w in ROM_FIELDS:
+        if n == name:
+            return (row >> off) & ((1 << w) - 1)
+        off += w
+    raise KeyError(name)
+
+
+def test_the_rom_row_names_the_lane_and_a_machine_without_the_unit_refuses_it():
+    from qwengpu.errors import MachineLimitError
+    from qwengpu.machine.circuit import OP, MachineShape
+    from qwengpu.runtime.engine import encode_program
+
+    prog = _program([MInstr("fmulf", (R(1),), (R(2), Imm(0x3F800000)), {"lane": 3}), MInstr("exit", (), ())])
+    unit = MachineShape(multiplier=True, fadd=True, fmulf=True)
+    row = encode_program(prog, bytes(64), (32, 1, 1), unit)[0]
+    assert (_field(row, "op"), _field(row, "target"), _field(row, "dst")) == (OP["fmulf"], 3, 1)
+    assert (_field(row, "ra"), _field(row, "b_imm"), _field(row, "imm")) == (2, 1, 0x3F800000)
+    with pytest.raises(MachineLimitError, match="one-lane float multiplier"):
+        encode_program(prog, bytes(64), (32, 1, 1), MachineShape(multiplier=True, fadd=True))
+    with pytest.raises(MachineLimitError, match="names its lane"):
+        encode_program(replace(prog, code=[MInstr("fmulf", (R(1),), (R(2), R(3))), prog.code[1]]),
+                       bytes(64), (32, 1, 1), unit)
+
+
+def test_the_range_check_matters(monkeypatch: pytest.MonkeyPatch):
+    """Negative control: with the fast range widened past the unit's, products with small exponent
+    sums reach the unit, whose word is then not the product."""
+    monkeypatch.setattr(sf, "ES_MIN", 120)
+    a, b, c = tfa._cases(5)[1]
+    with pytest.raises(AssertionError, match="differ"):
+        tsf.check("fmul", {}, a, b, c, weights=True, options=UNIT)
+
+
+def test_without_the_unit_nothing_changes():
+    """The options without ``native_fmulf`` lower ``mul.rn.f32`` as before (no fmulf row)."""
+    rng = np.random.default_rng(4)
+    a, b = tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 110, 145)
+    info: dict = {}
+    tsf.check("fmul", {}, a, b, b, weights=True, options=replace(UNIT, native_fmulf=False), info=info)
+    assert not any(x.op == "fmulf" for x in info["program"].code)
