@@ -38,8 +38,8 @@ the active lanes are not all the group's threads and differ from the group's las
 sticky mask), each charged to the PTX instruction whose machine
 code issued it (``MachineSim``'s PTX map; routines count for the instruction that called them):
 tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
-before it is built. ``--native``: the lowering with the multiplier and the float adders (the
-2B-shape machine).
+before it is built. ``--native``: the lowering with the multiplier, the float adders and the
+one-lane float multiplier (the 2B-shape machine).
 
 ``--floor``: the same cost model on the *full-ISA* machine program (``pipeline.run_machine_sim``:
 float add/mul/fma/div/sqrt/ex2, conversions, 32-bit division, atomics, shuffles and shared memory
@@ -237,7 +237,8 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
         if floor:
             res = run_machine_sim(cu, spec)
         else:
-            res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul))
+            res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul,
+                                                                  native_fmulf=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
     if program is not None:

@@ -174,7 +174,7 @@ WEIGHT_OPS: frozenset[str] = frozenset(
         "mov", "add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz",
         "brev", "sel", "setp", "ld", "st", "bra", "exit", "addw", "subw", "mulw", "s2r", "call", "ret",
         "mul",  # only with the multiplier (``weight_name(ins, native_mul=True)``)
-        "fmulf",  # only emitted with the one-lane float multiplier (``Options.native_fmulf``)
+        "fmulf", "frange",  # only emitted with the one-lane float multiplier (``Options.native_fmulf``)
     }
 )  # fmt: skip
 WEIGHT_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -235,7 +235,8 @@ class Options:
     fast_floats: bool = True
     #: the machine has the one-lane fast-range float multiplier (``circuit.float_multiplier``,
     #: ``MachineShape.fmulf``): the fast path's product of ``mul.rn.f32`` is one ``fmulf`` row,
-    #: four rows (one per lane) after register allocation (``softmem.expand_one_lane``)
+    #: four rows (one per lane) after register allocation (``softmem.expand_one_lane``), and its
+    #: range checks (of ``fma.rn.f32`` too) one ``frange`` row
     native_fmulf: bool = False
 
 

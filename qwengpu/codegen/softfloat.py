@@ -722,11 +722,10 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c = _srcs(ins)
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
-    if _on_the_adders(fr, ins, a, c) and getattr(getattr(fr, "opts", None), "native_fmulf", False):
-        # the one-lane multiplier rounds the product of the range's factors itself
-        ok, zero, s0, _ = _product_checks(b, a, c, ftz)
+    if _on_the_adders(fr, ins, a, c) and _native_fmulf(fr):
+        # the one-lane multiplier rounds the product of the range's factors itself (zeros included)
         res = _or_slow_path(
-            b, ok, b.sel(s0, b.op("fmulf", a, c), zero), f"fmul.slow[ftz={ftz}]", (a, c),
+            b, _range_row(b, a, c, ftz), b.op("fmulf", a, c), f"fmul.slow[ftz={ftz}]", (a, c),
             lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat))
     elif _on_the_adders(fr, ins, a, c):
         ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
@@ -764,14 +763,29 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
 ES_MIN, ES_MAX = 174, 377
 
 
+def _native_fmulf(fr: object) -> bool:
+    """Whether the machine has the one-lane float multiplier and its range row (``Options.native_fmulf``)."""
+    return bool(getattr(getattr(fr, "opts", None), "native_fmulf", False))
+
+
+def _range_row(b: _B, a: Val, c: Val, ftz: bool) -> P:
+    """One ``frange`` row: the fast path's ``ok`` of ``_product_checks`` (``fp32.mul_fast_ok``)."""
+    p = b.fr.p()  # type: ignore[attr-defined]
+    b._emit("frange", (p,), (a, c), ftz=bool(ftz))
+    return p
+
+
 def _product_checks(b: _B, a: Val, c: Val, ftz: bool) -> tuple[P, P, Val, Val]:
-    """(ok, zero, s0, es): the fast path's checks (``_product_words``) without the product."""
+    """(ok, zero, s0, es): the fast path's checks (``_product_words``) without the product; ``ok``
+    from one ``frange`` row on a machine with it."""
     # the checks are chains of predicates (one token per lane group each, where a full word is
     # three per lane): ok = (in range and both normal, or a zero factor) and both finite
     aa, ac = b.and_(a, Imm(ABS)), b.and_(c, Imm(ABS))
     lim = Imm(0x800000 if ftz else 1)  # below it a factor is a zero
     zero = b.setp("lt", ac, lim, bop="or", c=b.setp("lt", aa, lim))
     es = b.add(b.shr(aa, Imm(23)), b.shr(ac, Imm(23)))  # the exponent fields' sum
+    if _native_fmulf(b.fr):
+        return _range_row(b, a, c, ftz), zero, b.and_(b.xor(a, c), Imm(SIGN)), es
     ok = b.setp("lt", b.sub(es, Imm(ES_MIN)), Imm(ES_MAX + 1 - ES_MIN))
     if not ftz:  # no subnormal factor (with ftz one is a zero)
         for x in (aa, ac):

@@ -258,6 +258,11 @@ _SPECS = [
         "exponent fields sum to 174..377, a fixed function of the bits elsewhere); lane k: only the "
         "threads at position k of their lane group (laneid % 4 == k) write, the others keep d",
     ),
+    OpSpec(
+        "frange", "fpu", "p", "rr", ("ftz",),
+        "pd = fmulf(a, b) is mul.rn(a, b) [.ftz] (fp32.mul_fast_ok: both finite, and a factor zero or "
+        "both normal with exponent fields summing to 174..377)",
+    ),
 ]
 SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
 OPCODES: dict[str, int] = {s.name: i for i, s in enumerate(_SPECS)}

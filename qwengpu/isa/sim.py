@@ -673,6 +673,18 @@ class MachineSim(core.SimtCore):
 
         return one_lane
 
+    def _op_frange(self, ins: MInstr, pc: int) -> Callable:
+        a, b = self._src(ins.s[0]), self._src(ins.s[1])
+        wr, ftz = self._pdst(ins.d[0]), bool(ins.mod("ftz"))
+
+        def frange(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+            x = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
+            y = np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,))
+            wr(w, fp32.mul_fast_ok(x, y, ftz), m)
+            return (NEXT, 0)
+
+        return frange
+
     def _op_ffma(self, ins: MInstr, pc: int) -> Callable:
         return self._fop(ins, fp32.fma)
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from qwengpu.compiler import Circuit, Word
 from qwengpu.compiler.ir import Bit
 from qwengpu.machine import protocol as P
-from qwengpu.machine.fpu import fadd, fmul_fast
+from qwengpu.machine.fpu import fadd, fmul_fast, fmul_range_ok
 
 LANES = 4
 NCHUNK = 3  # 11-bit chunks per 32-bit word
@@ -95,6 +95,9 @@ ROM_OPS = (
     # the fast-range float multiplier (``fpu.fmul_fast``), ONE lane per row: the row's ``target``
     # bits 0-1 name the lane (``one_lane_guard``); after the others, for the same reason
     "fmulf",
+    # its range row: a predicate per lane, "fmulf is mul.rn here" (``fpu.fmul_range_ok``; ``csign``:
+    # .ftz), emitted and committed as a ``setp``'s
+    "frange",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
 REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1), and fadd, fmulf
@@ -835,6 +838,11 @@ def float_multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
     y = fmul_fast(c, c.select(k, ops.A), c.select(k, ops.B))[:32]
     for lane in range(LANES):
         dp.res[lane] = c.mux(is_fm, y, dp.res[lane])
+    # ``frange``: the predicate that the product above is mul.rn of the lane's operands, per lane
+    is_fr = _match(c, fx.op, OP["frange"])
+    for lane in range(LANES):
+        ok = fmul_range_ok(c, ops.A[lane], ops.B[lane], fx.f["csign"][0])
+        dp.pbits[lane] = c.mux(is_fr, ok, dp.pbits[lane])
 
 
 def scheduler(c: Circuit, fx: Fetch, ops: Operands, pc1: Word) -> Schedule:
@@ -997,7 +1005,8 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     kreg = c.lut([*op.bits, nowb], lambda *bs: int(not bs[-1] and (
         sum(b << i for i, b in enumerate(bs[:-1])) < REG_RESULT_OPS
         or sum(b << i for i, b in enumerate(bs[:-1])) in extra)))
-    kpred = c.all_of([b if (OP["setp"] >> i) & 1 else ~b for i, b in enumerate(op.bits)] + [~nowb])
+    kpred = c.lut([*op.bits, nowb], lambda *bs: int(not bs[-1] and sum(b << i for i, b in enumerate(bs[:-1]))
+                                                   in (OP["setp"], OP["frange"])))
     kstore = _match(c, op, OP["st"])
     pairs = [(x, y) for x in range(LANES) for y in range(x + 1, LANES)]
     same = [c.any_of([~eff[x], ~eff[y], res[x] == res[y]]) for x, y in pairs]

@@ -151,10 +151,11 @@ FMUL_ES_MIN, FMUL_ES_MAX = 174, 377
 
 def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
     """``a * b`` rounded to nearest even for normal factors whose exponent fields sum to
-    FMUL_ES_MIN..FMUL_ES_MAX (the product is then a normal float). Outside that range the word is
-    a fixed function of the bits (``simt.fp32.mul_fast`` computes the same one, so the simulator
-    and the weights agree on every input): the hidden bits are forced to 1, the exponent field is
-    the low 8 bits of ``ea + eb - 127`` plus the significand's carry.
+    FMUL_ES_MIN..FMUL_ES_MAX (the product is then a normal float), and the signed zero when a
+    factor's exponent field is 0 (a zero; a subnormal under ``.ftz``). Elsewhere the word is a fixed
+    function of the bits (``simt.fp32.mul_fast`` computes the same one, so the simulator and the
+    weights agree on every input): the hidden bits are forced to 1, the exponent field is the low 8
+    bits of ``ea + eb - 127`` plus the significand's carry.
 
     Why this unit: the float multiply's integer sequence (four 12 x 12 ``mul`` rows for the high
     half of the 48-bit product, one for the low word, rounding in integer) is the dot demo's
@@ -175,4 +176,25 @@ def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
     s = c.add(ea, eb, top)  # the result's exponent field is s - 127: (s - 128) mod 256 + the hidden bit
     e8 = list(s.bits[:7]) + [~s.bits[7]]
     packed = c.add(Word(c, [zero] * 23 + e8 + [zero]), Word(c, list(m.bits) + [zero] * 8), up)
-    return Word(c, list(packed.bits[:31]) + [a[31] ^ b[31]])
+    # a factor with exponent field 0: the signed zero (one neuron, then "and not" per bit)
+    z = c.any_of([c.all_of([~x for x in a.bits[23:31]]), c.all_of([~x for x in b.bits[23:31]])])
+    return Word(c, [c.all_of([x, ~z]) for x in packed.bits[:31]] + [a[31] ^ b[31]])
+
+
+def fmul_range_ok(c: Circuit, a: Word, b: Word, ftz: Bit) -> Bit:
+    """Whether ``fmul_fast(a, b)`` is ``mul.rn`` (``.ftz`` when ``ftz``) of the two words: both
+    finite, and a factor zero (exponent field 0 under ``.ftz``, the word ±0 without) or both normal
+    with exponent fields summing to FMUL_ES_MIN..FMUL_ES_MAX. One predicate per lane instead of the
+    fast path's chain of eleven compare rows (``codegen.softfloat._product_checks``)."""
+    ea, eb = list(a.bits[23:31]), list(b.bits[23:31])
+    # the exponent sum's bounds as two threshold neurons on the 16 exponent bits (no adder)
+    w = [1 << i for i in range(8)] * 2
+    lo, hi = c.threshold(ea + eb, w, FMUL_ES_MIN), c.threshold(ea + eb, w, FMUL_ES_MAX + 1)
+    e0 = [c.all_of([~x for x in e]) for e in (ea, eb)]
+    inf = [c.all_of(e) for e in (ea, eb)]
+    m0 = [c.all_of([~x for x in wd.bits[:23]]) for wd in (a, b)]
+    def ok(lo_: int, hi_: int, za: int, zb: int, ia: int, ib: int, ma: int, mb: int, f: int) -> int:
+        zero = (za and (f or ma)) or (zb and (f or mb))  # a zero factor (exponent field 0 under ftz)
+        return int(not ia and not ib and (zero or (lo_ and not hi_ and not za and not zb)))
+
+    return c.lut([lo, hi, *e0, *inf, *m0, ftz], ok)

@@ -201,6 +201,12 @@ def encode_program(
             f.update(op=OP["fmulf"], target=int(ins.mod("lane")))
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
+        elif op == "frange":
+            if not shape.fmulf:
+                raise _refuse(ins, "this machine shape has no one-lane float multiplier (MachineShape.fmulf)")
+            f.update(op=OP["frange"], csign=int(bool(ins.mod("ftz"))))
+            reg_or_imm(srcs[0], "a")
+            reg_or_imm(srcs[1], "b")
         elif op in ("mov", "not", "popc", "clz", "brev"):
             f["op"] = OP[op]
             reg_or_imm(srcs[0], "a")

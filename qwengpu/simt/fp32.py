@@ -435,8 +435,9 @@ def add_odd(a: U32, b: U32, ftz: bool = False) -> U32:
 def mul_fast(a: U32, b: U32) -> U32:
     """The weights' fast-range float multiplier (``machine.fpu.fmul_fast``), bit for bit on EVERY
     input: ``a * b`` rounded to nearest even when both factors are normal and their exponent fields
-    sum to 174..377 (then it equals ``mul``); elsewhere the same fixed function of the bits (hidden
-    bits forced to 1, the exponent field wrapping mod 256). Not a PTX operation: the code generator
+    sum to 174..377 (then it equals ``mul``), the signed zero when a factor's exponent field is 0;
+    elsewhere the same fixed function of the bits (hidden bits forced to 1, the exponent field
+    wrapping mod 256). Not a PTX operation: the code generator
     uses it only behind the fast path's range check (``codegen.softfloat``)."""
     a, b = _u32(a).astype(np.uint64), _u32(b).astype(np.uint64)
     p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)  # 48 bits
@@ -448,7 +449,21 @@ def mul_fast(a: U32, b: U32) -> U32:
     s = ((a >> 23) & 0xFF) + ((b >> 23) & 0xFF) + top
     e8 = (s ^ 0x80) & 0xFF
     mag = ((e8 << 23) + m + up.astype(np.uint64)) & 0x7FFFFFFF
+    mag = np.where((((a >> 23) & 0xFF) == 0) | (((b >> 23) & 0xFF) == 0), 0, mag)  # a zero factor
     return ((((a ^ b) >> 31) & 1) << 31 | mag).astype(np.uint32)
+
+
+def mul_fast_ok(a: U32, b: U32, ftz: bool = False) -> Bool:
+    """Where ``mul_fast`` is ``mul(a, b, "rn", ftz)``: the weights' range row (``fpu.fmul_range_ok``):
+    both finite, and a factor zero (exponent field 0 under ``ftz``, the word ±0 without) or both
+    normal with exponent fields summing to 174..377."""
+    a, b = _u32(a), _u32(b)
+    ea, eb = (a >> 23) & 0xFF, (b >> 23) & 0xFF
+    es = ea.astype(np.int64) + eb
+    za = (ea == 0) & (bool(ftz) | ((a & 0x7FFFFF) == 0))
+    zb = (eb == 0) & (bool(ftz) | ((b & 0x7FFFFF) == 0))
+    r = (es >= 174) & (es <= 377) & (ea != 0) & (eb != 0)
+    return (ea != 255) & (eb != 255) & (za | zb | r)
 
 
 def sub(a: U32, b: U32, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> U32:

@@ -33,12 +33,19 @@ UNIT = Options(native_mul=True, native_fadd=True, native_fmulf=True)
 U = np.uint32
 
 
-def _circuit_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _circuit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fmul_fast, fmul_range_ok without ftz, with ftz) of the circuits on the compiler's evaluator."""
     c = Circuit("fmulf")
-    x, y = c.input("a", 32), c.input("b", 32)
+    x, y, f = c.input("a", 32), c.input("b", 32), c.input("f", 1)
     c.output("y", fpu.fmul_fast(c, x, y))
-    out = evaluate(c, {"a": a.astype(np.int64).astype(object), "b": b.astype(np.int64).astype(object)})["y"]
-    return np.array([int(v) for v in out.ravel()], dtype=np.uint64).astype(U)
+    c.output("ok", c.concat(fpu.fmul_range_ok(c, x, y, f[0])))
+    outs = []
+    for ftz in (0, 1):
+        o = evaluate(c, {"a": a.astype(np.int64).astype(object), "b": b.astype(np.int64).astype(object),
+                         "f": np.full(len(a), ftz, dtype=np.int64).astype(object)})
+        outs.append(o)
+    y = np.array([int(v) for v in outs[0]["y"].ravel()], dtype=np.uint64).astype(U)
+    return y, *(np.array([int(v) for v in o["ok"].ravel()]) == 1 for o in outs)
 
 
 def test_the_circuit_is_the_simulators_function_on_any_words():
@@ -51,8 +58,13 @@ def test_the_circuit_is_the_simulators_function_on_any_words():
     edge = np.array(tsf.EDGE, dtype=U)
     ea, eb = np.repeat(edge, len(edge)), np.tile(edge, len(edge))
     a, b = np.concatenate([a, ra, ea]), np.concatenate([b, rb, eb])
-    got = _circuit_products(a, b)
+    got, ok, ok_ftz = _circuit(a, b)
     assert np.array_equal(got, fp32.mul_fast(a, b))
+    assert np.array_equal(ok, fp32.mul_fast_ok(a, b)) and np.array_equal(ok_ftz, fp32.mul_fast_ok(a, b, True))
+    # where the range row says so, the unit's word is mul.rn's (zeros, and subnormals under ftz)
+    assert np.array_equal(got[ok], fp32.mul(a[ok], b[ok]))
+    assert np.array_equal(got[ok_ftz], fp32.mul(a[ok_ftz], b[ok_ftz], "rn", True))
+    assert ok.sum() > 300 and (ok_ftz & ~ok).sum() > 10
     e1, e2 = (a >> 23) & 0xFF, (b >> 23) & 0xFF
     es = e1 + e2
     inr = (e1 > 0) & (e1 < 255) & (e2 > 0) & (e2 < 255) & (es >= fpu.FMUL_ES_MIN) & (es <= fpu.FMUL_ES_MAX)
@@ -62,16 +74,19 @@ def test_the_circuit_is_the_simulators_function_on_any_words():
 
 
 @pytest.mark.parametrize("ftz", [False, True])
-def test_mul_on_the_one_lane_unit_is_exact(ftz):
+@pytest.mark.parametrize("op", ["fmul", "ffma"])
+def test_mul_and_fma_with_the_unit_are_exact(op, ftz):
+    """``mul.rn.f32``: the range row and the unit's four rows; ``fma.rn.f32``: the range row in
+    place of the chain of compares, the rest on the adders as before."""
     mods = {"ftz": True} if ftz else {}
-    for a, b, c in tfa._cases(43 + ftz):
-        tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT)
+    for a, b, c in tfa._cases(43 + ftz + 2 * (op == "ffma")):
+        tsf.check(op, mods, a, b, c, weights=True, options=UNIT)
     a, b, c = tfa._cases(7)[0]
-    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, guard=True)
-    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, alias=0)
-    tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, alias=1)
+    tsf.check(op, mods, a, b, c, weights=True, options=UNIT, guard=True)
+    tsf.check(op, mods, a, b, c, weights=True, options=UNIT, alias=0)
+    tsf.check(op, mods, a, b, c, weights=True, options=UNIT, alias=1)
     for k in (0x3FB8AA3B, 0x3F000000, 0xC0490FDB, 0x00000001, 0x7F800000, 0, 0x7F7FFFFF, 0x00800000):
-        tsf.check("fmul", mods, a, b, c, weights=True, options=UNIT, imm={1: k})
+        tsf.check(op, mods, a, b, c, weights=True, options=UNIT, imm={1: k})
 
 
 def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
@@ -83,9 +98,10 @@ def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
     rows = [i for i, x in enumerate(code) if x.op == "fmulf"]
     assert len(rows) == 4 and rows == list(range(rows[0], rows[0] + 4))
     assert [code[i].mod("lane") for i in rows] == [0, 1, 2, 3]
+    assert sum(x.op == "frange" for x in code) == 1
     unit = info["stats"].machine_by_ptx[info["ptx"]]
     tsf.check("fmul", {}, a, b, b, weights=True, options=tfa.NATIVE, info=info)
-    assert unit < 0.6 * info["stats"].machine_by_ptx[info["ptx"]]
+    assert unit < 0.3 * info["stats"].machine_by_ptx[info["ptx"]]
 
 
 def test_a_one_lane_row_kills_nothing():
@@ -143,10 +159,13 @@ def test_the_rom_row_names_the_lane_and_a_machine_without_the_unit_refuses_it():
                        bytes(64), (32, 1, 1), unit)
 
 
-def test_the_range_check_matters(monkeypatch: pytest.MonkeyPatch):
-    """Negative control: with the fast range widened past the unit's, products with small exponent
-    sums reach the unit, whose word is then not the product."""
-    monkeypatch.setattr(sf, "ES_MIN", 120)
+def test_the_range_row_matters(monkeypatch: pytest.MonkeyPatch):
+    """Negative control: with the range row taken as always true, the lanes outside the unit's
+    range (subnormal, infinite, NaN, extreme exponents) keep the unit's word, which is not the
+    product, and the exactness test above would see it."""
+    from qwengpu.isa.instr import TRUE
+
+    monkeypatch.setattr(sf, "_range_row", lambda b, a, c, ftz: TRUE)
     a, b, c = tfa._cases(5)[1]
     with pytest.raises(AssertionError, match="differ"):
         tsf.check("fmul", {}, a, b, c, weights=True, options=UNIT)
