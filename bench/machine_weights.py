@@ -108,8 +108,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from qwengpu.codegen.soft import Options, run_for_weights
-    from qwengpu.compiler.shapes import text_config
     from qwengpu.errors import QwenGPUError
+    from qwengpu.model.configs import machine_2b_config
     from qwengpu.runner import corpus, run_kernel
     from qwengpu.runtime.engine import (
         machine_config,
@@ -261,7 +261,7 @@ def main() -> None:
     if not args.no_layout and not args.from_log:
         layouts["test shape"] = _layout(test_config())
         try:
-            layouts["Qwen3.5-2B layer shape"] = _layout(text_config("qwen3_5_2b_text"))
+            layouts["Qwen3.5-2B layer shape"] = _layout(machine_2b_config())
         except QwenGPUError as exc:  # pragma: no cover - report, do not hide
             layouts["Qwen3.5-2B layer shape"] = {"error": str(exc)}
     dot = next((r for r in rows if r["kernel"] == "dot"), None)

@@ -22,11 +22,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from qwengpu.compiler import text_config
+    from qwengpu.model.configs import machine_2b_config
     from qwengpu.model.mount import inspect_machine, machine_entry, make_plan
 
     t0 = time.perf_counter()
-    cfg = text_config("qwen3_5_2b_text")
+    cfg = machine_2b_config()
     machine = inspect_machine(machine_entry(cfg))
     base = json.loads((ROOT / "qwengpu/compiler/configs/qwen3_5_2b_text.json").read_text())
     plan = make_plan(None, base, machine)

@@ -148,10 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="with --run: only the fitting launch whose name holds this")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     args = ap.parse_args(argv)
-    from qwengpu.compiler import text_config
-    from qwengpu.model.configs import shape_for
+    from qwengpu.model.configs import machine_2b_config, shape_for
 
-    cfg = text_config("qwen3_5_2b_text")
+    cfg = machine_2b_config()
     shape = shape_for(cfg)
     rows = [needs(n, shape) for n in LAUNCHES]
     from qwengpu.isa.limits import shared_words_for

@@ -48,6 +48,7 @@ UNIT_NOTES = {
     "multiplier": "the 4-lane integer multiplier (mul.lo/hi/wide, mad; float multiplies build on it)",
     "fadd": "four float32 adders (add/sub.rn.f32, .ftz)",
     "fmul": "float32 multipliers (mul.rn.f32)",
+    "fmulf": "one float32 multiplier for the fast range, a lane per row (mul.rn.f32; fma's range check)",
 }
 
 EXIT_EPILOG = "exit codes (the same for every command; `qwengpu exit-codes`):\n" + exit_code_table() + "\n"

@@ -865,6 +865,8 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     Melquiond's algorithm (IEEE Trans. Computers 57(4), 2008): (uh, ul) = Fast2Sum(X, L) (|X| >
     |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (one row: the adder's ``odd`` mode),
     result = th + v rounded to nearest even. Negations ride on ``fsub`` rows (the adder's ``neg``)."""
+    if _native_fmulf(b.fr):
+        return _ffma_on_the_unit(b, a, c, z, ftz)
     ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
     x, lf = _product_pieces(b, s0, es, h, low)
     az = b.and_(z, Imm(ABS))
@@ -876,6 +878,25 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     ul = _fadd_row(b, lf, _fsub_row(b, x, uh))
     th, tl = _two_sum(b, z, uh)
     v = _fadd_row(b, tl, ul, odd=True)  # the adder's round-to-odd mode
+    return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
+
+
+def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
+    """``_ffma_on_adders`` with the one-lane multiplier: X = fmulf(a, c) = RN(a·c) and L = the
+    unit's error a·c - X, exact (``fp32.mul_fast_err``), so (X, L) is already Fast2Sum's pair and
+    Boldo and Melquiond's sum starts at TwoSum(z, X). The range is one ``frange`` row; a zero
+    product (X = ±0) takes the signed-zero add ``X + z``, as before."""
+    ok = _range_row(b, a, c, ftz)
+    az = b.and_(z, Imm(ABS))
+    ok = b.setp("lt", az, Imm(0x7E800000), bop="and", c=ok)
+    x = b.op("fmulf", a, c)
+    lf = b.op("fmulf", a, c, err=True)
+    zero = b.setp("eq", x, Imm(SIGN), bop="or", c=b.setp("eq", x, Imm(0)))
+    zsum = _fadd_row(b, x, z, ftz)  # a zero product: ±0 + z (the signed-zero rules of an add)
+    if ftz:  # a subnormal addend is a zero of its sign
+        z = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000)))
+    th, tl = _two_sum(b, z, x)
+    v = _fadd_row(b, tl, lf, odd=True)  # the adder's round-to-odd mode
     return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
 
 

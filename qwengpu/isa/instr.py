@@ -253,10 +253,11 @@ _SPECS = [
     OpSpec("d2l", "fpu", "rr", "rr", ("sign", "irnd"), "d = s64/u64 pair of the f64 a (as d2i)"),
     # ---- the weights' one-lane unit (last, so the op codes before it stay as they were)
     OpSpec(
-        "fmulf", "fpu", "r", "rr", ("lane",),
+        "fmulf", "fpu", "r", "rr", ("lane", "err"),
         "d = a * b by the weights' fast-range multiplier (fp32.mul_fast: mul.rn of normal factors whose "
         "exponent fields sum to 174..377, a fixed function of the bits elsewhere); lane k: only the "
-        "threads at position k of their lane group (laneid % 4 == k) write, the others keep d",
+        "threads at position k of their lane group (laneid % 4 == k) write, the others keep d; err: "
+        "d = a * b - fmulf(a, b) instead (fp32.mul_fast_err: exact in the range)",
     ),
     OpSpec(
         "frange", "fpu", "p", "rr", ("ftz",),
@@ -280,6 +281,7 @@ MOD_VALUES: dict[str, tuple[Any, ...]] = {
     "sat": (False, True),
     "odd": (False, True),
     "lane": (None, 0, 1, 2, 3),
+    "err": (False, True),
     "space": ("global", "shared", "local", "param", "callparam", "const", "generic", "spill"),
     "size": (1, 2, 4),
     "amode": ("z", "s"),
@@ -303,6 +305,7 @@ MOD_DEFAULTS: dict[str, Any] = {
     "sat": False,
     "odd": False,
     "lane": None,
+    "err": False,
     "bop": None,
     "irnd": None,
     "amode": "z",

@@ -655,9 +655,11 @@ class MachineSim(core.SimtCore):
     def _op_fmulf(self, ins: MInstr, pc: int) -> Callable:
         """The weights' one-lane multiplier: lane k writes only the threads at position k of their
         lane group (a guard the row carries in the weights: ``circuit.one_lane_guard``)."""
+        fn = fp32.mul_fast_err if ins.mod("err") else fp32.mul_fast
+
         def prod(a: object, b: object) -> np.ndarray:
-            return fp32.mul_fast(np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)),
-                                 np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)))
+            return fn(np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)),
+                      np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)))
 
         f = self._alu(ins, prod)
         k = ins.mod("lane")

@@ -829,13 +829,15 @@ def one_lane_guard(c: Circuit, fx: Fetch, ops: Operands) -> None:
 
 
 def float_multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
-    """``fmulf``: ``a * b`` of the lane the row names (``fpu.fmul_fast``), one unit for the four
+    """``fmulf``: ``a * b`` of the lane the row names (``fpu.fmul_fast``; with the row's ``cmp`` bit 0
+    the error ``a * b - fmulf(a, b)``), one unit for the four
     lanes (operands selected by the row's ``target`` bits 0-1, the product muxed into every lane's
     result: only the named lane's is emitted, ``one_lane_guard``). Built after the adders, for the
     reason the multiplier is built after the scheduler."""
     is_fm = _match(c, fx.op, OP["fmulf"])
     k = fx.f["target"][0:2]
-    y = fmul_fast(c, c.select(k, ops.A), c.select(k, ops.B))[:32]
+    # ``cmp`` bit 0: the rounding's error instead of the product (``fpu.fmul_fast``'s ``err``)
+    y = fmul_fast(c, c.select(k, ops.A), c.select(k, ops.B), fx.f["cmp"][0])[:32]
     for lane in range(LANES):
         dp.res[lane] = c.mux(is_fm, y, dp.res[lane])
     # ``frange``: the predicate that the product above is mul.rn of the lane's operands, per lane

@@ -149,7 +149,7 @@ def fadd(c: Circuit, a: Word, b: Word, ftz: Bit, probe: dict | None = None, neg:
 FMUL_ES_MIN, FMUL_ES_MAX = 174, 377
 
 
-def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
+def fmul_fast(c: Circuit, a: Word, b: Word, err: Bit | None = None) -> Word:
     """``a * b`` rounded to nearest even for normal factors whose exponent fields sum to
     FMUL_ES_MIN..FMUL_ES_MAX (the product is then a normal float), and the signed zero when a
     factor's exponent field is 0 (a zero; a subnormal under ``.ftz``). Elsewhere the word is a fixed
@@ -160,7 +160,13 @@ def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
     Why this unit: the float multiply's integer sequence (four 12 x 12 ``mul`` rows for the high
     half of the 48-bit product, one for the low word, rounding in integer) is the dot demo's
     largest cost; one lane of it is what the residual of a 3,072-wide machine has room for
-    (``bench/late_units.py``), so the machine runs a group's four lanes in four rows."""
+    (``bench/late_units.py``), so the machine runs a group's four lanes in four rows.
+
+    ``err``: instead the rounding's error ``a * b - fmul_fast(a, b)``, exact and normal in the
+    range (the 48-bit product's bits below the rounding point, negated when it rounded up,
+    normalised: a float at least 2^-126 because the range starts at 174), +0 when the product is
+    exact or a factor's exponent field is 0 (``simt.fp32.mul_fast_err``). With it, the fma's
+    exact product X + L is two rows of this unit, in place of the integer product's pieces."""
     one, zero = Bit(c, const=1), Bit(c, const=0)
     ma = Word(c, list(a.bits[:23]) + [one] + [zero] * 24)
     mb = Word(c, list(b.bits[:23]) + [one] + [zero] * 24)
@@ -178,7 +184,33 @@ def fmul_fast(c: Circuit, a: Word, b: Word) -> Word:
     packed = c.add(Word(c, [zero] * 23 + e8 + [zero]), Word(c, list(m.bits) + [zero] * 8), up)
     # a factor with exponent field 0: the signed zero (one neuron, then "and not" per bit)
     z = c.any_of([c.all_of([~x for x in a.bits[23:31]]), c.all_of([~x for x in b.bits[23:31]])])
-    return Word(c, [c.all_of([x, ~z]) for x in packed.bits[:31]] + [a[31] ^ b[31]])
+    y = Word(c, [c.all_of([x, ~z]) for x in packed.bits[:31]] + [a[31] ^ b[31]])
+    if err is None:
+        return y
+    # the error: the 24 bits below the rounding point (dd: scaled so bit 23 is the round bit),
+    # negated when rounding went up (then dd >= 2^23: the magnitude is 2^24 - dd, at most 2^23)
+    dd = c.mux(top, Word(c, list(p.bits[:24])), Word(c, [zero] + list(p.bits[:23])))
+    neg = c.add(Word(c, [~x for x in dd.bits]), c.const(0, 24), one)[:24]
+    mag = c.mux(up, neg, dd)
+    # normalise as fadd does: therm_i = no one in mag[i..23]; the leading position p shifts bit
+    # i - 23 + p to i (one formula per bit); lz = number of therm_i, i >= 1
+    therm = [c.all_of([~mag.bits[j] for j in range(i, 24)]) for i in range(24)]
+    th = [x.lin() for x in therm] + [ONE]
+    forms = []
+    for i in range(23):  # the fraction (bit 23, the leading one, is the hidden bit)
+        terms = []
+        for q in range(24):
+            src = i - 23 + q
+            if 0 <= src < 24:
+                terms.append(Step(th[q + 1] - th[q] + mag.bits[src].lin(), 2, ONE))
+        forms.append(Formula(Lin(), terms))
+    frac = _f(c, "fmulf.norm", forms)
+    lz = Word(c, sum_columns(c, [list(therm[1:])] + [[] for _ in range(4)]))  # 0..23: 5 bits
+    t = c.add(Word(c, list(ea.bits)), Word(c, list(eb.bits)), top)  # ea + eb + top (10 bits)
+    e = c.sub(c.sub(t, c.const(151, len(t))), Word(c, list(lz.bits) + [zero] * (len(t) - 5)))
+    off = c.any_of([z, therm[0]])  # a zero factor, or an exact product: +0
+    ev = Word(c, [c.all_of([x, ~off]) for x in [*frac, *e.bits[:8]]] + [c.all_of([a[31] ^ b[31] ^ up, ~off])])
+    return c.mux(err, ev, y)
 
 
 def fmul_range_ok(c: Circuit, a: Word, b: Word, ftz: Bit) -> Bit:

@@ -198,7 +198,7 @@ def encode_program(
             if ins.mod("lane") is None:
                 raise _refuse(ins, "an fmulf row names its lane (softmem.expand_one_lane)")
             # the lane rides in the target field (free outside branches: circuit.one_lane_guard)
-            f.update(op=OP["fmulf"], target=int(ins.mod("lane")))
+            f.update(op=OP["fmulf"], target=int(ins.mod("lane")), cmp=int(bool(ins.mod("err"))))
             reg_or_imm(srcs[0], "a")
             reg_or_imm(srcs[1], "b")
         elif op == "frange":

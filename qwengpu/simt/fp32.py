@@ -453,6 +453,30 @@ def mul_fast(a: U32, b: U32) -> U32:
     return ((((a ^ b) >> 31) & 1) << 31 | mag).astype(np.uint32)
 
 
+def mul_fast_err(a: U32, b: U32) -> U32:
+    """The fast-range multiplier's error mode (``machine.fpu.fmul_fast`` with ``err``), bit for bit on
+    every input: ``a * b - mul_fast(a, b)`` exactly in the range (a normal float, +0 when the product
+    is exact), +0 when a factor's exponent field is 0; elsewhere the same fixed function of the bits."""
+    a, b = _u32(a).astype(np.uint64), _u32(b).astype(np.uint64)
+    p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)
+    top = (p >> 47) & 1
+    m = np.where(top == 1, p >> 24, p >> 23) & 0xFFFFFF
+    r = np.where(top == 1, (p >> 23) & 1, (p >> 22) & 1)
+    sticky = ((p & 0x3FFFFF) != 0) | ((top == 1) & (((p >> 22) & 1) == 1))
+    up = ((r == 1) & (sticky | ((m & 1) == 1))).astype(np.uint64)
+    dd = np.where(top == 1, p & 0xFFFFFF, (p & 0x7FFFFF) << 1)
+    mag = np.where(up == 1, ((1 << 24) - dd) & 0xFFFFFF, dd)
+    pos = np.zeros_like(mag)
+    for k in range(1, 24):
+        pos = np.where(mag >> k != 0, k, pos)
+    lz = 23 - pos
+    frac = (mag << lz) & 0x7FFFFF
+    e = (((a >> 23) & 0xFF) + ((b >> 23) & 0xFF) + top - 151 - lz) & 0xFF
+    sign = (((a ^ b) >> 31) ^ up) & 1
+    off = (mag == 0) | (((a >> 23) & 0xFF) == 0) | (((b >> 23) & 0xFF) == 0)
+    return np.where(off, 0, (sign << 31) | (e << 23) | frac).astype(np.uint32)
+
+
 def mul_fast_ok(a: U32, b: U32, ftz: bool = False) -> Bool:
     """Where ``mul_fast`` is ``mul(a, b, "rn", ftz)``: the weights' range row (``fpu.fmul_range_ok``):
     both finite, and a factor zero (exponent field 0 under ``ftz``, the word ±0 without) or both

@@ -1,14 +1,18 @@
 """The one-lane fast-range float multiplier (machine v2, issue 26): ``fpu.fmul_fast`` in the
-weights, ``fp32.mul_fast`` in the simulator, the ``fmulf`` row that softfloat's fast path of
-``mul.rn.f32`` uses for the product, expanded after register allocation into four rows (one per
-lane of a group) that kill nothing in the liveness analysis.
+weights (the product, or with ``err`` the rounding's exact error), ``fpu.fmul_range_ok`` (the
+``frange`` row: where the unit is ``mul.rn``), and their simulator twins in ``simt.fp32``; the
+``fmulf`` rows that softfloat's fast paths use (``mul.rn.f32``: the product; ``fma.rn.f32``: the
+product and its error, X + L = a·c exactly, then Boldo and Melquiond's sum on the adders),
+expanded after register allocation into four rows (one per lane of a group) that kill nothing in
+the liveness analysis.
 
-Checked here: the circuit against the simulator's function bit for bit on any words (so the
-weights and the simulator agree even where the value is garbage), both against float32
-multiplication in the unit's range; ``mul.rn.f32`` lowered with the unit against ``fp32.mul`` on
-the fast-path test's operands (ties, range ends, zeros, subnormals, specials, guarded, aliased,
-constant factors, both ``ftz``); the rows, their lanes and the ROM encoding; and a negative
-control (a range check widened past the unit's range breaks the results)."""
+Checked here: the circuits against the simulator's functions bit for bit on any words (so the
+weights and the simulator agree even where the value is garbage), the product against float32
+multiplication and X + L against a·c as rationals where the range row says so; ``mul`` and
+``fma.rn.f32`` lowered with the unit against ``fp32`` on the fast-path test's operands (ties,
+cancellation, range ends, zeros, subnormals, specials, guarded, aliased, constant operands, both
+``ftz``); the rows, their lanes and the ROM encoding; and a negative control (the range row taken
+as always true breaks the results)."""
 
 from __future__ import annotations
 
@@ -33,19 +37,19 @@ UNIT = Options(native_mul=True, native_fadd=True, native_fmulf=True)
 U = np.uint32
 
 
-def _circuit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fmul_fast, fmul_range_ok without ftz, with ftz) of the circuits on the compiler's evaluator."""
+def _circuit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(fmul_fast, its error mode, fmul_range_ok without ftz, with ftz) on the compiler's evaluator."""
     c = Circuit("fmulf")
     x, y, f = c.input("a", 32), c.input("b", 32), c.input("f", 1)
-    c.output("y", fpu.fmul_fast(c, x, y))
+    c.output("y", fpu.fmul_fast(c, x, y, f[0]))  # f: the error mode here, ftz below
     c.output("ok", c.concat(fpu.fmul_range_ok(c, x, y, f[0])))
     outs = []
     for ftz in (0, 1):
         o = evaluate(c, {"a": a.astype(np.int64).astype(object), "b": b.astype(np.int64).astype(object),
                          "f": np.full(len(a), ftz, dtype=np.int64).astype(object)})
         outs.append(o)
-    y = np.array([int(v) for v in outs[0]["y"].ravel()], dtype=np.uint64).astype(U)
-    return y, *(np.array([int(v) for v in o["ok"].ravel()]) == 1 for o in outs)
+    y, e = (np.array([int(v) for v in o["y"].ravel()], dtype=np.uint64).astype(U) for o in outs)
+    return y, e, *(np.array([int(v) for v in o["ok"].ravel()]) == 1 for o in outs)
 
 
 def test_the_circuit_is_the_simulators_function_on_any_words():
@@ -58,8 +62,24 @@ def test_the_circuit_is_the_simulators_function_on_any_words():
     edge = np.array(tsf.EDGE, dtype=U)
     ea, eb = np.repeat(edge, len(edge)), np.tile(edge, len(edge))
     a, b = np.concatenate([a, ra, ea]), np.concatenate([b, rb, eb])
-    got, ok, ok_ftz = _circuit(a, b)
+    # the ends of the range with few product bits: the error's smallest exponents (2^-126 at 174)
+    ends = rng.choice([fpu.FMUL_ES_MIN, fpu.FMUL_ES_MIN + 1, fpu.FMUL_ES_MAX], 200)
+    e1 = rng.integers(1, 128, 200)
+    fa = (U(1) << U(23)) * e1.astype(U) | rng.integers(0, 8, 200).astype(U) << U(20)
+    fb = (U(1) << U(23)) * (ends - e1).astype(U) | rng.integers(0, 1 << 23, 200).astype(U)
+    a, b = np.concatenate([a, fa.astype(U)]), np.concatenate([b, fb.astype(U)])
+    got, err, ok, ok_ftz = _circuit(a, b)
     assert np.array_equal(got, fp32.mul_fast(a, b))
+    assert np.array_equal(err, fp32.mul_fast_err(a, b))
+    # in the range the error is exact: a * b == X + L as rationals, L normal or +0
+    from fractions import Fraction
+
+    def q(w: int) -> Fraction:
+        return Fraction(float(np.array(w, dtype=U).view(np.float32)))
+
+    for i in np.nonzero(ok)[0]:
+        assert q(a[i]) * q(b[i]) == q(got[i]) + q(err[i]), (hex(a[i]), hex(b[i]))
+        assert err[i] == 0 or (err[i] >> 23) & 0xFF >= 1
     assert np.array_equal(ok, fp32.mul_fast_ok(a, b)) and np.array_equal(ok_ftz, fp32.mul_fast_ok(a, b, True))
     # where the range row says so, the unit's word is mul.rn's (zeros, and subnormals under ftz)
     assert np.array_equal(got[ok], fp32.mul(a[ok], b[ok]))
@@ -102,6 +122,19 @@ def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
     unit = info["stats"].machine_by_ptx[info["ptx"]]
     tsf.check("fmul", {}, a, b, b, weights=True, options=tfa.NATIVE, info=info)
     assert unit < 0.3 * info["stats"].machine_by_ptx[info["ptx"]]
+
+
+def test_the_fma_takes_two_unit_products_and_one_range_row():
+    rng = np.random.default_rng(6)
+    a, b, c = tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 100, 150)
+    info: dict = {}
+    tsf.check("ffma", {}, a, b, c, weights=True, options=UNIT, info=info)
+    code = info["program"].code
+    assert sum(x.op == "frange" for x in code) == 1
+    assert [bool(x.mod("err")) for x in code if x.op == "fmulf"] == [False] * 4 + [True] * 4
+    unit = info["stats"].machine_by_ptx[info["ptx"]]
+    tsf.check("ffma", {}, a, b, c, weights=True, options=tfa.NATIVE, info=info)
+    assert unit < 0.6 * info["stats"].machine_by_ptx[info["ptx"]]
 
 
 def test_a_one_lane_row_kills_nothing():

@@ -1,6 +1,7 @@
 """The multiplier inside the model (issue 14), slow: the machine compiled into the Qwen3.5-2B layer
-shape (hidden 2048, intermediate 6144: the shape whose MLPs hold ``circuit.multiplier``; a ~9 GB
-float32 checkpoint built once into the machine cache, ~1.5 min).
+shape (Qwen3.5-2B's layer fields, intermediate 6144: the shape whose MLPs hold
+``circuit.multiplier``, at the machine's width 2,560; a ~12 GB float32 checkpoint built once into
+the machine cache, ~1.5 min).
 
 Launches whose programs use the multiplier's ``mul`` rows (integer products, mul-high from 16-bit
 halves, 64-bit products, float significand products) run inside the stock model; outputs are
@@ -23,19 +24,19 @@ from qwengpu.runner import run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ["dot", "mulhi", "int64_arith", "matmul"]
-#: what the 2B-shape machine has: the multiplier and the float adders
-NATIVE = Options(native_mul=True, native_fadd=True)
+#: what the 2B-shape machine has: the multiplier, the float adders, the one-lane float multiplier
+NATIVE = Options(native_mul=True, native_fadd=True, native_fmulf=True)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def machine_2b():
-    from qwengpu.compiler import text_config
+    from qwengpu.model.configs import machine_2b_config
     from qwengpu.runtime.engine import machine_model
 
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    cfg = text_config("qwen3_5_2b_text")
+    cfg = machine_2b_config()
     return cfg, machine_model(cfg)[1]
 
 
