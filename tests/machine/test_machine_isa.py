@@ -15,7 +15,7 @@ SAMPLE = ["layernorm", "shfl_xor_butterfly", "div_s64", "atomic_cas", "sin_cos",
 
 
 def test_op_table_is_small() -> None:
-    assert len(OPCODES) < 64
+    assert len(OPCODES) < 128  # a 7-bit opcode (6 bits until fmulf and frange: isa/instr.py)
     rows = op_table()
     assert {r[0] for r in rows} == set(SPECS)
     assert all(bits <= 12 for _, _, _, _, bits, _ in rows)

@@ -213,3 +213,29 @@ def test_random_float_kernels_inside_the_2b_shape_model(machine_2b, tmp_path, se
         want = [f({"a": vals["a"][i], "b": vals["b"][i], "c": vals["c"][i]}) for i in range(n)]
         assert got[k * n : (k + 1) * n] == want, f"expression {k}: {text}"
 
+
+
+@pytest.mark.parametrize("name", ["dot", "mul_ties", "saxpy"])
+def test_the_one_lane_multiplier_in_the_2b_model_is_the_stock_argmax(machine_2b, name):
+    """Launches whose float multiplies and fmas use the one-lane unit (``fmulf`` rows in four lanes,
+    its error mode for ``fma``, the ``frange`` row) in the 2,560-wide machine: the fast runtime's
+    trace is the stock model's argmax at every step (one teacher-forced stock prefill), the outputs
+    are the interpreter's bit for bit, and the passes are the simulator's."""
+    import sys
+
+    from qwengpu.runtime.engine import prepare, run_machine, shape_for
+
+    sys.path.insert(0, str(ROOT / "tests" / "runtime"))
+    from test_fast_runtime import stock_teacher_forced
+
+    cfg, model = machine_2b
+    cu = ROOT / "kernels" / f"{name}.cu"
+    _, prog, _, _, _ = prepare(cu, None, shape_for(cfg))
+    assert {x.op for x in prog.code} >= {"fmulf", "frange"}
+    assert {x.mod("lane") for x in prog.code if x.op == "fmulf"} == {0, 1, 2, 3}
+    run = run_machine(cu, model=model, config=cfg, max_tokens=400_000)  # the fast runtime
+    assert stock_teacher_forced(model, run.prompt, run.trace) == run.trace
+    ref = run_kernel(cu)
+    for k in ref.outputs:
+        assert np.asarray(run.outputs[k]).tobytes() == np.asarray(ref.outputs[k]).tobytes(), k
+    assert run.stats["passes"] == run_weights(cu, options=NATIVE).stats["passes"]
