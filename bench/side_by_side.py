@@ -103,7 +103,9 @@ def table(before: dict[str, dict], after: dict[str, dict], ptx: dict[str, int], 
             tot["sa"] += a["tokens"] / tps(a) if tps(a) else 0.0
     if tot["p"]:
         rb, ra = tot["b"] / tot["sb"] if tot["sb"] else 0.0, tot["a"] / tot["sa"] if tot["sa"] else 0.0
-        lines.append(f"| **10-kernel sample** | {tot['p']:,} | {tot['b']:,} | {tot['a']:,} | "
+        inside = [k for k in names if k in SAMPLE]
+        label = "10-kernel sample" if len(inside) == len(SAMPLE) else f"{len(inside)} of the sample"
+        lines.append(f"| **{label}** | {tot['p']:,} | {tot['b']:,} | {tot['a']:,} | "
                      f"**{tot['b'] / tot['p']:.1f}** | **{tot['a'] / tot['p']:.1f}** | | | {rb:,.0f} | "
                      f"{ra:,.0f} | {ra / rb if rb else 0:.2f} |")
     return "\n".join(lines)
