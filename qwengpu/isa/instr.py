@@ -368,7 +368,8 @@ class MInstr:
 # ---------------------------------------------------------------------------------------------
 # encoding: fixed fields, cheap to feed as tokens
 # ---------------------------------------------------------------------------------------------
-# word 0: opcode (7 bits; 65 ops since the weights' one-lane unit's fmulf and frange) | guard (5 bits: enable, neg, 3-bit index) | modifier fields (packed)
+# word 0: opcode (7 bits; 65 ops since the weights' one-lane unit's fmulf and frange) | guard (5 bits:
+# enable, neg, 3-bit index) | modifier fields (packed)
 # then one 6-bit operand field per destination and source: 0-31 register, 32-39 predicate,
 # 40 PT, bit 6 (64) negation for predicates, 63 = "the next immediate"; immediates follow as
 # 32-bit words, then the wide modifiers (address base/offset) and the branch target.
