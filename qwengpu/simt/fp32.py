@@ -432,6 +432,17 @@ def add_odd(a: U32, b: U32, ftz: bool = False) -> U32:
         return np.where(keep_rn, rn, bits).astype(np.uint32)
 
 
+def _fast_product(a: U64, b: U64) -> tuple[U64, U64, U64, Bool]:
+    """(the 48-bit significand product with the hidden bits forced to 1, its bit 47, the 24-bit
+    significand kept, round up?) of the fast-range multiplier (``machine.fpu.fmul_fast``)."""
+    p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)  # 48 bits
+    top = (p >> 47) & 1
+    m = np.where(top == 1, p >> 24, p >> 23) & 0xFFFFFF
+    r = np.where(top == 1, (p >> 23) & 1, (p >> 22) & 1)
+    sticky = ((p & 0x3FFFFF) != 0) | ((top == 1) & (((p >> 22) & 1) == 1))
+    return p, top, m, (r == 1) & (sticky | ((m & 1) == 1))
+
+
 def mul_fast(a: U32, b: U32) -> U32:
     """The weights' fast-range float multiplier (``machine.fpu.fmul_fast``), bit for bit on EVERY
     input: ``a * b`` rounded to nearest even when both factors are normal and their exponent fields
@@ -440,12 +451,7 @@ def mul_fast(a: U32, b: U32) -> U32:
     wrapping mod 256). Not a PTX operation: the code generator
     uses it only behind the fast path's range check (``codegen.softfloat``)."""
     a, b = _u32(a).astype(np.uint64), _u32(b).astype(np.uint64)
-    p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)  # 48 bits
-    top = (p >> 47) & 1
-    m = np.where(top == 1, p >> 24, p >> 23) & 0xFFFFFF
-    r = np.where(top == 1, (p >> 23) & 1, (p >> 22) & 1)
-    sticky = ((p & 0x3FFFFF) != 0) | ((top == 1) & (((p >> 22) & 1) == 1))
-    up = (r == 1) & (sticky | ((m & 1) == 1))
+    p, top, m, up = _fast_product(a, b)
     s = ((a >> 23) & 0xFF) + ((b >> 23) & 0xFF) + top
     e8 = (s ^ 0x80) & 0xFF
     mag = ((e8 << 23) + m + up.astype(np.uint64)) & 0x7FFFFFFF
@@ -458,12 +464,8 @@ def mul_fast_err(a: U32, b: U32) -> U32:
     every input: ``a * b - mul_fast(a, b)`` exactly in the range (a normal float, +0 when the product
     is exact), +0 when a factor's exponent field is 0; elsewhere the same fixed function of the bits."""
     a, b = _u32(a).astype(np.uint64), _u32(b).astype(np.uint64)
-    p = ((a & 0x7FFFFF) | 0x800000) * ((b & 0x7FFFFF) | 0x800000)
-    top = (p >> 47) & 1
-    m = np.where(top == 1, p >> 24, p >> 23) & 0xFFFFFF
-    r = np.where(top == 1, (p >> 23) & 1, (p >> 22) & 1)
-    sticky = ((p & 0x3FFFFF) != 0) | ((top == 1) & (((p >> 22) & 1) == 1))
-    up = ((r == 1) & (sticky | ((m & 1) == 1))).astype(np.uint64)
+    p, top, m, up = _fast_product(a, b)
+    up = up.astype(np.uint64)
     dd = np.where(top == 1, p & 0xFFFFFF, (p & 0x7FFFFF) << 1)
     mag = np.where(up == 1, ((1 << 24) - dd) & 0xFFFFFF, dd)
     pos = np.zeros_like(mag)
