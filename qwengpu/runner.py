@@ -190,15 +190,11 @@ def refuse_device_dtype(device: str | None, dtype: str | None) -> None:
 
 
 def _machine_shape(name: str):
-    """The :class:`MachineShape` of the named machine (its units read from its layer config), or
-    None without the ``model`` extra (then there is no machine to refuse anything)."""
-    try:
-        from qwengpu.model.configs import shape_for
-        from qwengpu.runtime.engine import machine_config
+    """The :class:`MachineShape` of the named machine (``configs.shape_named``: the shape from its
+    layer sizes, without importing torch or transformers for the interpreter's note)."""
+    from qwengpu.model.configs import shape_named  # light: no torch, no transformers
 
-        return shape_for(machine_config(name))
-    except ModuleNotFoundError:
-        return None
+    return shape_named(name)
 
 
 def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None:
@@ -217,10 +213,8 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     from qwengpu.simt.memory import place_module_globals
 
     if shape is None:
-        try:
-            from qwengpu.machine.circuit import MachineShape  # the circuit's module needs torch
-        except ModuleNotFoundError:  # no 'model' extra: no machine to refuse anything, no note
-            return None
+        from qwengpu.machine.shape import MachineShape
+
         shape = MachineShape()
     opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd, "native_fmulf": shape.fmulf}
     grid, block = tuple(spec.grid), tuple(spec.block)

@@ -169,3 +169,27 @@ def test_help_names_the_default_and_the_environment_variable() -> None:
         text = " ".join(sub.choices[name].format_help().split())
         assert SHAPE_ENV in text and "the default" in text, name
     assert ap.parse_args(["run", "k.cu"]).shape is None  # resolved at run time: the env var counts
+
+
+@pytest.mark.parametrize("name", ["2b", "test"])
+def test_shape_by_name_is_the_shape_of_its_config(name: str) -> None:
+    """``shape_named`` (the interpreter's note: no transformers config built) gives the shape
+    ``shape_for`` derives from the named layer config itself."""
+    from qwengpu.model.configs import shape_for, shape_named
+    from qwengpu.model.machine_checkpoint import config_named
+
+    assert shape_named(name) == shape_for(config_named(name))
+    if name == "2b":
+        assert shape_named(name).fmulf and TWO_B["intermediate_size"] == 6144
+
+
+def test_an_interpreter_run_imports_neither_torch_nor_transformers(tmp_path: Path) -> None:
+    """``qwengpu run --engine interp`` (and its "the machine would refuse this" note) needs neither:
+    importing them cost every interpreter run ~5 s on a 2-core machine."""
+    code = ("import sys\nfrom qwengpu.cli import main\n"
+            "rc = main(['run', sys.argv[1], '--engine', 'interp', '-q'])\n"
+            "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
+            "print('heavy:', heavy)\nsys.exit(rc)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(DOT)], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "check: PASS (bit-exact)" in p.stdout and "heavy: []" in p.stdout

@@ -57,6 +57,7 @@ from qwengpu.compiler import Circuit, Word
 from qwengpu.compiler.ir import Bit
 from qwengpu.machine import protocol as P
 from qwengpu.machine.fpu import fadd, fmul_fast, fmul_range_ok
+from qwengpu.machine.shape import MACHINE_UNITS, MachineShape  # noqa: F401 - re-exported
 
 LANES = 4
 NCHUNK = 3  # 11-bit chunks per 32-bit word
@@ -150,45 +151,6 @@ def pack_row(fields: dict[str, int]) -> int:
         off += w
     return v
 
-
-@dataclass(frozen=True)
-class MachineShape:
-    """Capacities compiled into the circuit (the engine refuses launches beyond them)."""
-
-    rom_rows: int = 4096
-    #: global memory: 16,384 words on the 2B shape, one copy (one read port) in 8 banks of 2,048
-    #: rows (one layer's 16 key heads each) that sit beside the scheduler (docs/machine-in-weights.md,
-    #: 9.13 and 9.15)
-    gmem_words: int = 16384
-    gmem_bank_rows: int = 2048
-    #: read-only words above the writable ones (inputs no store can reach: ``ptx.readonly``), four
-    #: to a DeltaNet row in banks of ``ro_bank_rows`` rows (9.16): 49,152 on the 2B shape (65,536
-    #: words in all), 2,048 on the test shape; 0 (none) for a record that does not name them
-    ro_words: int = 0
-    ro_bank_rows: int = 2048
-    #: global memory built after the scheduler and the units (the 2B shape: its banks take idle
-    #: layers, 39 layers) or before the datapath, as in version 1 (the test shape: 48 fewer
-    #: residual slots, so a mount on a 128-wide base keeps the width 2,048 and c = 4)
-    gmem_late: bool = True
-    nregs: int = 32
-    npreds: int = 8
-    threads: int = 64
-    blocks: int = 65535  # 16-bit block latches (BLOCK / BLOCKHI tokens: protocol.py)
-    #: the multiplier (``multiplier``): fits layer shapes with MLP room for it (the Qwen3.5-2B
-    #: shape, intermediate 6144, at the same 37 layers); not the test shape (intermediate 2048)
-    multiplier: bool = False
-    #: four float adders (``fpu.fadd``: ``add.rn.f32``, ``.ftz`` by the row's ``csign`` bit); they
-    #: fit beside the multiplier on the 2B shape when placement leaves ``FADD_MLP_RESERVE`` neurons
-    #: per MLP to the residual's resets (``bench/fadd_unit.py``)
-    fadd: bool = False
-    #: one fast-range float multiplier (``fpu.fmul_fast``: ``mul.rn.f32`` of normal factors whose
-    #: product is normal), one lane per row (``float_multiplier``); it needs the residual of a
-    #: machine wider than 2,048 (``bench/late_units.py``: it fits at 3,072, 43 layers)
-    fmulf: bool = False
-
-
-#: the fields of ``MachineShape`` that name units beside the integer datapath (``machine info``)
-MACHINE_UNITS = ("multiplier", "fadd", "fmulf")
 
 #: MLP neurons per layer that placement leaves free for reset neurons when the machine has the
 #: float adders (without them the residual does not fit: bench/fadd_unit.py)
@@ -1145,7 +1107,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
 LaneUnit = Callable[[Circuit, Fetch, Word, Word], Word]
 
 
-def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
+def build_machine(shape: MachineShape | None = None, debug: bool = False,
                   extra: LaneUnit | None = None) -> Circuit:
     """The per-token machine circuit: input ``tok`` (16 bits), output ``out`` (16 bits).
 
@@ -1154,6 +1116,7 @@ def build_machine(shape: MachineShape = MachineShape(), debug: bool = False,
     signals (for the exact evaluator, never for a model). ``extra``: a candidate unit, four of it
     (one per lane) muxed into the datapath's result under an op code past the table, for layout
     only (the benchmarks' room measurements; never in a shipped machine)."""
+    shape = shape if shape is not None else MachineShape()
     assert shape.threads == LANES * GROUPS and shape.rom_rows <= 1 << P.PC_BITS
     c = Circuit("qwengpu_machine")
     fx = fetch_decode(c, shape)

@@ -5,7 +5,7 @@ runtime imports ``model``, never the other way round."""
 
 from __future__ import annotations
 
-from qwengpu.machine.circuit import MachineShape
+from qwengpu.machine.shape import MachineShape
 
 DEFAULT_SHAPE = MachineShape()
 #: read-only words of the 2B shape: six banks of 2,048 rows of four words (one layer's 16 key heads
@@ -40,14 +40,30 @@ def machine_2b_config():
     return text_config("qwen3_5_2b_text", hidden_size=MACHINE_WIDTH_2B)
 
 
+#: (hidden, intermediate) of the named machine shapes' layer configs (``config_named``; a test
+#: checks them against the configs): the shape by name without building a transformers config
+SHAPE_DIMS = {"2b": (MACHINE_WIDTH_2B, 6144), "test": (2048, 2048)}
+
+
 def shape_for(config) -> MachineShape:
-    """The machine compiled into ``config``'s layers: with the multiplier and the float adders where
+    """The machine compiled into ``config``'s layers (:func:`shape_of` its hidden and intermediate
+    sizes)."""
+    return shape_of(int(config.hidden_size), int(config.intermediate_size))
+
+
+def shape_named(name: str) -> MachineShape:
+    """The machine shape named ``2b`` or ``test``, without importing torch or transformers (the
+    interpreter engine's "would the machine refuse this launch" note)."""
+    return shape_of(*SHAPE_DIMS[name])
+
+
+def shape_of(hidden: int, intermediate: int) -> MachineShape:
+    """The machine compiled into layers of these sizes: with the multiplier and the float adders where
     they have room (both measured on the 2B shape: bench/fadd_unit.py), and the one-lane float
     multiplier at a width of MACHINE_WIDTH_2B or more."""
-    room = int(config.intermediate_size) >= MULTIPLIER_MIN_INTERMEDIATE
-    if room:
+    if intermediate >= MULTIPLIER_MIN_INTERMEDIATE:
         return MachineShape(multiplier=True, fadd=True, ro_words=RO_WORDS_2B,
-                            fmulf=int(config.hidden_size) >= MACHINE_WIDTH_2B)
+                            fmulf=hidden >= MACHINE_WIDTH_2B)
     return MachineShape(rom_rows=SMALL_ROM_ROWS, gmem_words=SMALL_GMEM_WORDS,
                         gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False)
 

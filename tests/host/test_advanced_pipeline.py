@@ -97,6 +97,7 @@ def test_compile_error_goes_back_and_the_fix_runs(mounted_chat, launcher):
     assert "compile error" in out.getvalue()
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_bad_launch_spec_goes_back(mounted_chat, launcher):
     wrong_names = add_spec(1, 2).replace('"b"', '"bee"')
     replies = [
@@ -114,6 +115,7 @@ def test_bad_launch_spec_goes_back(mounted_chat, launcher):
     assert turn.computed.outputs == {"out": [3]}
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(mounted_chat, launcher):
     big = xml_call(ADD, add_spec(1, 2, block=2048))  # beyond CUDA's 1,024 threads per block
     sess, out = _session(mounted_chat, launcher, [big, "I could not run it.\nAnswer: 3"], retries=0)
@@ -125,6 +127,7 @@ def test_kernel_beyond_the_machine_limits_is_refused_and_retries_run_out(mounted
     assert "not backed by a computation" in out.getvalue()
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_runaway_kernel_hits_the_step_limit(mounted_chat, launcher):
     sess, _ = _session(mounted_chat, launcher, [xml_call(LOOP, add_spec(1, 2)), "Answer: unknown"], retries=0)
     small = RunnerLauncher(engine="model", model_dir=launcher.model_dir, max_steps=10)
@@ -135,6 +138,7 @@ def test_runaway_kernel_hits_the_step_limit(mounted_chat, launcher):
     assert turn.status == "failed"
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_wrong_program_shows_the_computed_value(mounted_chat, launcher):
     from qwengpu.host.evaluate import score
 
@@ -151,6 +155,7 @@ def test_wrong_program_shows_the_computed_value(mounted_chat, launcher):
     )
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_answer_that_hides_the_result_is_flagged(mounted_chat, launcher):
     replies = [xml_call(WRONG, WRONG_SPEC), "The sum is ten.\nAnswer: 10"]
     sess, out = _session(mounted_chat, launcher, replies)
@@ -168,6 +173,7 @@ def test_no_code_at_all(mounted_chat, launcher):
     assert "nothing was computed" in out.getvalue() and "GPU result" not in out.getvalue()
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_reply_cut_off_mid_call_is_sent_back(mounted_chat, launcher):
     full = xml_call(ADD, add_spec(20, 22))
     cut = full[: full.index("<parameter=launch>") + 30]
@@ -285,6 +291,7 @@ def test_stock_forward_of_the_whole_mount_writes_the_text(small_mount):
     assert "inside the mounted model" in out.getvalue() and "GPU result: out = [42]" in out.getvalue()
 
 
+@pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns
 def test_unsupported_instruction_is_refused_by_name(mounted_chat, launcher):
     sin = 'extern "C" __global__ void s(float x, float *out) { out[0] = __sinf(x); }'
     spec = json.dumps(

@@ -78,6 +78,7 @@ def test_a_program_across_the_four_rom_banks(circuit_2b):
     assert trace[-1] == P.ctl(P.HALT)
 
 
+@pytest.mark.slow  # 28 s of lowering; the four-bank test below stays in the default run
 def test_the_lowering_aims_for_1024_rows_and_takes_the_rom_when_it_must():
     """Programs are lowered for 1,024 rows (a row is 12 prompt tokens: ``soft.ROM_BUDGET``); one
     that does not fit that even with shared routines (``rom4k``: 3,208 rows of unrolled integer

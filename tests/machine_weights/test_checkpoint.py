@@ -83,10 +83,14 @@ def ckpt(cache, reference, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def stock(ckpt):
+def stock(cache, reference):
+    """The cache entry ``load_or_build`` wrote, loaded by stock transformers (the entry is the same stock
+    checkpoint format as ``build_checkpoint``'s folder, which the slow tests below build: a second
+    compile of the machine, ~60 s of the default run on CI's machine)."""
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(ckpt)  # stock: no trust_remote_code, no qwengpu code
+    entry = cache["root"] / cache["version"]
+    model = AutoModelForCausalLM.from_pretrained(entry)  # stock: no trust_remote_code, no qwengpu code
     model.eval()
     yield model
     del model
@@ -162,18 +166,28 @@ def test_second_call_loads_instead_of_building(cache, reference, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # build_checkpoint: a stock checkpoint whose greedy generate is the engine's trace
 # ---------------------------------------------------------------------------------------------
-def test_checkpoint_folder_is_stock(ckpt, cache):
-    names = sorted(p.name for p in ckpt.iterdir())
+def _assert_stock_folder(folder: Path, version: str) -> None:
+    names = sorted(p.name for p in folder.iterdir())
     assert "config.json" in names and any(n.endswith(".safetensors") for n in names)
     assert not any(n.endswith(".py") for n in names)  # no custom code
-    cfg = json.loads((ckpt / "config.json").read_text())
+    cfg = json.loads((folder / "config.json").read_text())
     assert cfg["model_type"] == "qwen3_5_text" and cfg["architectures"] == ["Qwen3_5ForCausalLM"]
     assert "auto_map" not in cfg and cfg["vocab_size"] == 1 << 16
-    meta = C.read_machine_sidecar(ckpt)
-    assert meta["compiler_version"] == cache["version"] and meta["vocab_size"] == 1 << 16
+    meta = C.read_machine_sidecar(folder)
+    assert meta["compiler_version"] == version and meta["vocab_size"] == 1 << 16
+
+
+def test_cache_entry_is_a_stock_checkpoint(cache, reference):
+    _assert_stock_folder(cache["root"] / cache["version"], cache["version"])
+
+
+@pytest.mark.slow  # a second compile (build_checkpoint streams the machine), ~60 s
+def test_checkpoint_folder_is_stock(ckpt, cache):
+    _assert_stock_folder(ckpt, cache["version"])
     assert not any(p.name.startswith(".") for p in ckpt.parent.iterdir())  # no temporary folder left
 
 
+@pytest.mark.slow  # needs ``ckpt``: a second compile
 def test_streamed_checkpoint_equals_the_in_memory_build(ckpt, cache):
     """``build_checkpoint`` streams the machine one layer at a time (``stream_checkpoint``); the cache
     entry ``load_or_build`` saved was built whole in memory (``build_model``): every tensor is the

@@ -102,6 +102,7 @@ def test_block_indices_take_two_parts():
         P.block_tokens(P.BLOCK, 65536)
 
 
+@pytest.mark.slow  # a long trace (9-49 s); blocks, barriers stay in test_blocks_and_barriers_are_written...
 def test_a_grid_past_512_blocks_runs_in_the_model(machine):
     """530 one-thread blocks, one after another: at the 512th block the model writes BLOCKHI (the
     high part of the block index) and then BLOCK(0); every block's full index reaches the datapath
@@ -139,12 +140,13 @@ def test_trace_counts_split_passes_into_warp_instructions():
     assert trace_counts(tr) == {"warp_instructions": 4, "passes": 5, "blocks": 1, "barriers": 0}
 
 
-# the longest traces (multi 14,120 tokens, banks 20,008 after a 7,445-token prompt) run only in
-# the slow run, and the barrier kernel is replayed on the chunked path only there: ~65 s of the
-# default run's 20 minutes (the chunked replay stays on vadd, intops, bitops and mul)
+# the longest traces (multi 14,120 tokens, banks 20,008 after a 7,445-token prompt) and the barrier
+# kernel (20 s; barriers stay in test_blocks_and_barriers_are_written_by_the_model) run only in the
+# slow run (the chunked replay stays on vadd, intops, bitops and mul)
 @pytest.mark.parametrize(("name", "replayed"), [
     *[(n, True) for n in ["vadd", "intops", "bitops", "mul"]],
-    pytest.param("bar", False, id="bar"), pytest.param("bar", True, marks=pytest.mark.slow, id="bar-replay"),
+    *[pytest.param("bar", r, marks=pytest.mark.slow, id="bar" + ("-replay" if r else ""))
+      for r in (False, True)],
     *[pytest.param(n, r, marks=pytest.mark.slow, id=n + ("-replay" if r else ""))
       for n in ["multi", "banks"] for r in (False, True)],
 ])
@@ -375,6 +377,7 @@ def test_real_cuda_kernels_in_the_weights(machine, name):
     assert "bounds_false_alarm" not in run.stats
 
 
+@pytest.mark.slow  # a long trace (9-49 s); blocks, barriers stay in test_blocks_and_barriers_are_written...
 def test_a_block_of_72_threads_runs_in_two_parts_in_the_model(machine):
     """A block larger than the 64 threads the machine holds (issue 26): 2 blocks of 72 threads
     of a kernel without barriers run as 4 machine blocks of 36 (NTHREADS 36, NBLOCKS 4), the
@@ -393,6 +396,7 @@ def test_a_block_of_72_threads_runs_in_two_parts_in_the_model(machine):
     assert [t.a for t in P.read_all(run.trace) if t.kind == "BLOCK"] == [1, 2, 3]
 
 
+@pytest.mark.slow  # a long trace (9-49 s); blocks, barriers stay in test_blocks_and_barriers_are_written...
 def test_a_block_with_barriers_of_128_threads_runs_in_the_model(machine):
     """A block of 128 threads that waits at a barrier (issue 26): one machine block of 64 threads,
     each taking two of the block's threads in turns (``codegen.turns``): 128 ints reversed through
@@ -436,6 +440,7 @@ def test_global_memory_past_one_page_runs_in_the_model(machine):
     assert toks[k + 1] == P.Token("DUMPADDR", 1024) and run.stats["addresses_checked"] == 16
 
 
+@pytest.mark.slow  # a long trace (9-49 s); blocks, barriers stay in test_blocks_and_barriers_are_written...
 def test_register_pressure_spills_in_the_model(machine):
     """48 values live per thread, 32 registers (issue 26: no kernel refused for register pressure):
     the spill slots live in global memory and the model writes every spill store and reload; the
