@@ -797,9 +797,12 @@ def float_multiplier(c: Circuit, fx: Fetch, ops: Operands, dp: Results) -> None:
     result: only the named lane's is emitted, ``one_lane_guard``). Built after the adders, for the
     reason the multiplier is built after the scheduler."""
     is_fm = _match(c, fx.op, OP["fmulf"])
-    k = fx.f["target"][0:2]
+    # the lane (``target`` bits 0-1) and, as the index's third bit, "not an fmulf row": an index past
+    # the four options selects 0, so outside its rows the unit sees zero operands and its neurons
+    # repeat their values from token to token (the fast runtime's memos hit; no extra layer)
+    pick = c.concat(fx.f["target"][0:2], ~is_fm)
     # ``cmp`` bit 0: the rounding's error instead of the product (``fpu.fmul_fast``'s ``err``)
-    y = fmul_fast(c, c.select(k, ops.A), c.select(k, ops.B), fx.f["cmp"][0])[:32]
+    y = fmul_fast(c, c.select(pick, ops.A), c.select(pick, ops.B), fx.f["cmp"][0])[:32]
     for lane in range(LANES):
         dp.res[lane] = c.mux(is_fm, y, dp.res[lane])
     # ``frange``: the predicate that the product above is mul.rn of the lane's operands, per lane
