@@ -42,7 +42,7 @@ RUN_CUDA_TOOL: dict = {
 def machine_limits() -> dict[str, int]:
     """The limits of the machine in the weights (the same numbers ``qwengpu machine info`` prints)."""
     from qwengpu.isa.limits import LIMITS
-    from qwengpu.machine.circuit import MachineShape
+    from qwengpu.machine.shape import MachineShape
 
     s = MachineShape()
     return {
