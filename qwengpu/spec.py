@@ -391,6 +391,9 @@ class Bound:
     param_bytes: bytes
     gmem: GlobalMemory
     buffers: dict[str, int]  # name -> address
+    #: the 4-byte words of ``param_bytes`` that lie wholly inside scalar (non-pointer) arguments, by
+    #: byte offset: launch constants whose value the lowering may use for bounds (``Options.param_words``)
+    scalar_words: dict[int, int] = field(default_factory=dict)
 
 
 def check_against_kernel(
@@ -447,6 +450,7 @@ def bind(spec: LaunchSpec, fn: Function, high: Sequence[str] = (), high_at: int 
         buffers[a.name] = gmem.alloc(a.name, a.data.tobytes(), high=a.name in high)
     gmem.finalize()
     out = bytearray()
+    scalar: list[tuple[int, int]] = []  # byte ranges of the scalar arguments
     for a, p in zip(spec.args, fn.params, strict=True):
         align = max(p.align, 1 if p.size != _size(p.type) else _size(p.type))
         while len(out) % align:
@@ -460,8 +464,11 @@ def bind(spec: LaunchSpec, fn: Function, high: Sequence[str] = (), high_at: int 
             if len(raw) < size:  # widen (e.g. an i8 value into a .u32 parameter): sign/zero extend
                 v = int(a.value)
                 raw = (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+            scalar.append((len(out), len(out) + size))
             out += raw[:size]
-    return Bound(bytes(out), gmem, buffers)
+    words = {w: int.from_bytes(out[w : w + 4], "little") for lo, hi in scalar
+             for w in range((lo + 3) // 4 * 4, hi - 3, 4)}
+    return Bound(bytes(out), gmem, buffers, words)
 
 
 def _size(t: str) -> int:

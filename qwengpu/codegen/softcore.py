@@ -238,6 +238,11 @@ class Options:
     #: four rows (one per lane) after register allocation (``softmem.expand_one_lane``), and its
     #: range checks (of ``fma.rn.f32`` too) one ``frange`` row
     native_fmulf: bool = False
+    #: the launch's scalar parameter words, (byte offset in the parameter bank, value): launch
+    #: constants the ROM carries anyway; ``value_bounds`` bounds a ``ld.param`` of one by its value
+    #: (a small ``n`` makes ``(float)(n + i)`` the short conversion). Only bounds, never folded
+    #: into results: the model still computes every value from them
+    param_words: tuple[tuple[int, int], ...] = ()
 
 
 class Fresh:
@@ -251,7 +256,7 @@ class Fresh:
         self.nlabels = 0
         self.ptx = -1
         self.opts = opts or Options()
-        self.bounds: dict[int, int] = value_bounds(prog, self.launch_blocks())
+        self.bounds: dict[int, int] = value_bounds(prog, self.launch_blocks(), dict(self.opts.param_words))
         self.negated: set[int] = negations(prog)
         # subroutines: name -> instance, bodies in emission order (callees first), names being
         # built, the routines' fixed vregs, and the measurements ``auto`` decides by
@@ -719,8 +724,10 @@ def special_bits(nblocks: int | None = None) -> dict[str, int]:
     return out
 
 
-def _def_bits(ins: MInstr, sb: dict[str, int], src: Callable[[object], int]) -> int | None:
-    """A bound on the bit length of what ``ins`` writes (None: unknown); ``src`` bounds operands."""
+def _def_bits(ins: MInstr, sb: dict[str, int], src: Callable[[object], int],
+              params: Mapping[int, int] | None = None) -> int | None:
+    """A bound on the bit length of what ``ins`` writes (None: unknown); ``src`` bounds operands,
+    ``params`` are the launch's scalar parameter words by byte offset."""
     op, s = ins.op, ins.s
     if op == "s2r":
         return sb.get(ins.mod("sr"))
@@ -742,16 +749,23 @@ def _def_bits(ins: MInstr, sb: dict[str, int], src: Callable[[object], int]) -> 
         return 6
     if op == "ld" and ins.mod("size") < 4 and ins.mod("sign") == "u":
         return 8 * ins.mod("size")
+    if (op == "ld" and params and ins.mod("space") == "param" and ins.mod("size") == 4
+            and isinstance(s[0], Imm)):
+        word = params.get(s[0].v + (ins.mod("off") or 0))
+        return None if word is None else word.bit_length()
     return None
 
 
-def value_bounds(prog: Program, nblocks: int | None = None) -> dict[int, int]:
+def value_bounds(prog: Program, nblocks: int | None = None,
+                 params: Mapping[int, int] | None = None) -> dict[int, int]:
     """vreg -> bound (< 32) on the bit length of every value it holds, for registers with exactly
     one definition whose result is bounded: ``s2r`` of a special register bounded by the machine's
     LIMITS (tid, ntid, ctaid, nctaid, laneid ...), immediates, sub-word loads, and mov/and/or/add/
     shifts/sel of bounded values. A guarded definition, or a read before it, leaves the old value:
     the entry value 0 or an earlier value of the same definition, so the bound still holds.
-    ``nblocks``: the launch's block count (``special_bits``)."""
+    ``nblocks``: the launch's block count (``special_bits``); ``params``: the launch's scalar
+    parameter words by byte offset (``Options.param_words``): a ``ld.param`` of one is bounded by
+    its value."""
     sb = special_bits(nblocks)
     defs: dict[int, list[MInstr]] = {}
     for ins in prog.code:
@@ -764,7 +778,7 @@ def value_bounds(prog: Program, nblocks: int | None = None) -> dict[int, int]:
         if n not in memo:
             memo[n] = 32  # cycles (a register defined from itself) stay unbounded
             ds = defs.get(n, [])
-            b = _def_bits(ds[0], sb, src) if len(ds) == 1 else None
+            b = _def_bits(ds[0], sb, src, params) if len(ds) == 1 else None
             memo[n] = 32 if b is None else min(b, 32)
         return memo[n]
 
@@ -1379,7 +1393,7 @@ def _window_routine(name: str, rows: list, params: tuple, results: tuple) -> Rou
         if len(rows) in labels:
             code.append(fr.place(labels[len(rows)]))
         body_prog = _CodeOnly(code)
-        fr.bounds.update(value_bounds(body_prog, fr.launch_blocks()))  # type: ignore[arg-type]
+        fr.bounds.update(value_bounds(body_prog, fr.launch_blocks(), dict(fr.opts.param_words)))  # type: ignore[arg-type]
         fr.negated |= negations(body_prog)  # type: ignore[arg-type]
         s.code += code
 

@@ -349,7 +349,8 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             prog, mem = lower_for_weights(
                 lowered, grid, block, spec.shared_bytes,
                 options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd,
-                                native_fmulf=shape.fmulf),
+                                native_fmulf=shape.fmulf,
+                                param_words=tuple(sorted(sized.scalar_words.items()))),
                 gmem_words=shape.gmem_words, arena_words=arena_words,
             )
             if len(prog.code) <= shape.rom_rows:

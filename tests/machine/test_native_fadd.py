@@ -128,3 +128,32 @@ def test_an_fadd_row_is_refused_on_a_machine_without_the_adders():
         encode_program(prog, b"\0" * 64, (1, 1, 1), MachineShape(multiplier=True))
     rows = encode_program(prog, b"\0" * 64, (1, 1, 1), MachineShape(multiplier=True, fadd=True))
     assert len(rows) == len(prog.code)
+
+
+CONVERT_PARAM = """extern "C" __global__ void conv(int n, float* out)
+{
+    int i = threadIdx.x;
+    out[i] = (float)(n + i);
+}
+"""
+
+
+@pytest.mark.parametrize(("n", "short"), [(5, True), (0x3FFF00, True), (1 << 24, False), (-5, False)])
+def test_a_small_scalar_parameter_bounds_the_conversion(tmp_path, n, short):
+    """The launch's scalar parameters bound what is loaded from them (``Options.param_words``,
+    launch constants the ROM holds anyway): ``(float)(n + i)`` with a small ``n`` is the short
+    conversion (one exact add), with a large or negative one the general (two adds); every result
+    equals NumPy's cast of n + i."""
+    import json
+
+    cu = tmp_path / "conv.cu"
+    cu.write_text(CONVERT_PARAM)
+    spec = {"kernel": "conv", "grid": 1, "block": [32, 1, 1],
+            "args": [{"name": "n", "type": "i32", "value": n},
+                     {"name": "out", "type": "f32*", "data": [0] * 32}],
+            "outputs": ["out"]}
+    (tmp_path / "conv.json").write_text(json.dumps(spec))
+    res = run_weights(cu, options=NATIVE)
+    assert sum(x.op == "fadd" for x in res.program.code) == (1 if short else 2)
+    want = (np.int64(n) + np.arange(32)).astype(np.int32).astype(np.float32)
+    assert np.asarray(res.outputs["out"]).view(np.uint32).tolist() == want.view(np.uint32).tolist()
