@@ -43,6 +43,7 @@ from qwengpu.simt.core import (
     TRAP_MESSAGE,
     WARP,
     Block,
+    as_lanes,
 )
 from qwengpu.simt.memory import GLOBAL_BASE, GlobalMemory
 
@@ -348,7 +349,7 @@ class MachineSim(core.SimtCore):
         i = x.n
 
         def write(w: Warp, v: object, m: np.ndarray | None) -> None:
-            v = np.broadcast_to(np.asarray(v, dtype=np.uint32), (WARP,))
+            v = as_lanes(np.asarray(v, dtype=np.uint32))
             if m is None:
                 w.R[i] = v
             else:
@@ -360,7 +361,7 @@ class MachineSim(core.SimtCore):
         i = x.n
 
         def write(w: Warp, v: object, m: np.ndarray | None) -> None:
-            v = np.broadcast_to(np.asarray(v, dtype=bool), (WARP,))
+            v = as_lanes(np.asarray(v, dtype=bool))
             if m is None:
                 w.Pr[i] = v
             else:
@@ -507,8 +508,8 @@ class MachineSim(core.SimtCore):
         dt = np.int32 if ins.mod("sign") == "s" else np.uint32
 
         def f(a, b):
-            x = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)).view(dt)
-            y = np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)).view(dt)
+            x = as_lanes(np.asarray(a, dtype=np.uint32)).view(dt)
+            y = as_lanes(np.asarray(b, dtype=np.uint32)).view(dt)
             y = np.where(y == 0, dt(1), y).astype(dt)
             return iops.div_trunc(x, y)[which].astype(dt).view(np.uint32)
 
@@ -579,7 +580,7 @@ class MachineSim(core.SimtCore):
             x, y = np.asarray(a(w), dtype=np.uint32), np.asarray(b(w), dtype=np.uint32)
             if signed:
                 x, y = x.view(np.int32), y.view(np.int32)
-            r = np.broadcast_to(self._cmp(cmp, x, y), (WARP,))
+            r = as_lanes(self._cmp(cmp, x, y))
             if c is not None:
                 r = self._bop(bop, r, c(w))
             wr(w, r, m)
@@ -591,7 +592,7 @@ class MachineSim(core.SimtCore):
         sa, sb = ins.mod("sa"), ins.mod("sb")
 
         def val(x, s):
-            x = np.broadcast_to(np.asarray(x, dtype=np.uint32), (WARP,))
+            x = as_lanes(np.asarray(x, dtype=np.uint32))
             if s == "s":
                 return x.view(np.int32).astype(np.int64), x == U32(POISON)
             return x.astype(np.int64), np.zeros(WARP, dtype=bool)
@@ -637,7 +638,7 @@ class MachineSim(core.SimtCore):
         return self._alu(
             ins,
             lambda *xs: fn(
-                *[np.broadcast_to(np.asarray(x, dtype=np.uint32), (WARP,)) for x in xs], rnd, ftz, sat
+                *[as_lanes(np.asarray(x, dtype=np.uint32)) for x in xs], rnd, ftz, sat
             ),
         )
 
@@ -658,8 +659,8 @@ class MachineSim(core.SimtCore):
         fn = fp32.mul_fast_err if ins.mod("err") else fp32.mul_fast
 
         def prod(a: object, b: object) -> np.ndarray:
-            return fn(np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)),
-                      np.broadcast_to(np.asarray(b, dtype=np.uint32), (WARP,)))
+            return fn(as_lanes(np.asarray(a, dtype=np.uint32)),
+                      as_lanes(np.asarray(b, dtype=np.uint32)))
 
         f = self._alu(ins, prod)
         k = ins.mod("lane")
@@ -680,8 +681,8 @@ class MachineSim(core.SimtCore):
         wr, ftz = self._pdst(ins.d[0]), bool(ins.mod("ftz"))
 
         def frange(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            x = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
-            y = np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,))
+            x = as_lanes(np.asarray(a(w), dtype=np.uint32))
+            y = as_lanes(np.asarray(b(w), dtype=np.uint32))
             wr(w, fp32.mul_fast_ok(x, y, ftz), m)
             return (NEXT, 0)
 
@@ -693,13 +694,13 @@ class MachineSim(core.SimtCore):
     def _op_fmin(self, ins: MInstr, pc: int) -> Callable:
         ftz = ins.mod("ftz")
         return self._alu(
-            ins, lambda a, b: fp32.min(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), ftz)
+            ins, lambda a, b: fp32.min(as_lanes(a), as_lanes(b), ftz)
         )
 
     def _op_fmax(self, ins: MInstr, pc: int) -> Callable:
         ftz = ins.mod("ftz")
         return self._alu(
-            ins, lambda a, b: fp32.max(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), ftz)
+            ins, lambda a, b: fp32.max(as_lanes(a), as_lanes(b), ftz)
         )
 
     def _op_fsetp(self, ins: MInstr, pc: int) -> Callable:
@@ -709,9 +710,8 @@ class MachineSim(core.SimtCore):
         cmp, bop, ftz = ins.mod("cmp"), ins.mod("bop"), ins.mod("ftz")
 
         def fsetp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            r = np.broadcast_to(
-                fp32.setp(cmp, np.broadcast_to(a(w), (WARP,)), np.broadcast_to(b(w), (WARP,)), ftz), (WARP,)
-            )
+            r = as_lanes(
+                fp32.setp(cmp, np.broadcast_to(a(w), (WARP,)), np.broadcast_to(b(w), (WARP,)), ftz))
             if c is not None:
                 r = self._bop(bop, r, c(w))
             wr(w, r, m)
@@ -725,7 +725,7 @@ class MachineSim(core.SimtCore):
         return self._alu(
             ins,
             lambda a: fp32.f32_from_int(
-                np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,)).view(
+                as_lanes(np.asarray(a, dtype=np.uint32)).view(
                     np.int32 if src == "s32" else np.uint32
                 ),
                 src,
@@ -738,7 +738,7 @@ class MachineSim(core.SimtCore):
         irnd, ftz = ins.mod("irnd"), ins.mod("ftz")
 
         def f(a):
-            a = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,))
+            a = as_lanes(np.asarray(a, dtype=np.uint32))
             if ftz:
                 a = _flush_subnormal(a)
             return fp32.int_from_f32(a, dst, irnd).astype(np.int64).astype(np.uint32)
@@ -749,7 +749,7 @@ class MachineSim(core.SimtCore):
         irnd, ftz, sat = ins.mod("irnd"), ins.mod("ftz"), ins.mod("sat")
 
         def f(a):
-            a = np.broadcast_to(np.asarray(a, dtype=np.uint32), (WARP,))
+            a = as_lanes(np.asarray(a, dtype=np.uint32))
             if irnd is not None:
                 return fp32.round_f32(a, irnd, ftz)
             if sat:
@@ -763,16 +763,16 @@ class MachineSim(core.SimtCore):
     def _op_fdiv(self, ins: MInstr, pc: int) -> Callable:
         rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
         return self._alu(
-            ins, lambda a, b: fp32.div(np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,)), rnd, ftz)
+            ins, lambda a, b: fp32.div(as_lanes(a), as_lanes(b), rnd, ftz)
         )
 
     def _op_fsqrt(self, ins: MInstr, pc: int) -> Callable:
         rnd, ftz = ins.mod("rnd"), ins.mod("ftz")
-        return self._alu(ins, lambda a: fp32.sqrt(np.broadcast_to(a, (WARP,)), rnd, ftz))
+        return self._alu(ins, lambda a: fp32.sqrt(as_lanes(a), rnd, ftz))
 
     def _op_fex2(self, ins: MInstr, pc: int) -> Callable:
         ftz = ins.mod("ftz")
-        return self._alu(ins, lambda a: fp32.ex2_approx(np.broadcast_to(a, (WARP,)), ftz))
+        return self._alu(ins, lambda a: fp32.ex2_approx(as_lanes(a), ftz))
 
     # ---- float64 unit: exact rationals per lane (``qwengpu.isa.f64``, not the interpreter's code)
     def _d64(self, ins: MInstr, fn: Callable, words: str) -> Callable:
@@ -791,7 +791,7 @@ class MachineSim(core.SimtCore):
         extra = self._psrc(ins.s[k]) if len(ins.s) > k else None
 
         def run(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            vals = [np.broadcast_to(np.asarray(f(w), dtype=np.uint32), (WARP,)) for f in srcs[:k]]
+            vals = [as_lanes(np.asarray(f(w), dtype=np.uint32)) for f in srcs[:k]]
             lanes = range(WARP) if m is None else np.nonzero(m)[0]
             out = np.zeros(WARP, dtype=bool if pred else np.uint64)
             for ln in lanes:
@@ -875,14 +875,14 @@ class MachineSim(core.SimtCore):
             k = np.uint64((ins.mod("base") + off) & 0xFFFFFFFFFFFFFFFF)
 
             def zaddr(w: Warp):
-                v = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,)).astype(np.uint64) + k
+                v = as_lanes(np.asarray(a(w), dtype=np.uint32)).astype(np.uint64) + k
                 return v & amask, None
 
             return zaddr
         k = np.uint64(off & 0xFFFFFFFFFFFFFFFF)
 
         def saddr(w: Warp):
-            x = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
+            x = as_lanes(np.asarray(a(w), dtype=np.uint32))
             v = x.view(np.int32).astype(np.int64).astype(np.uint64) + base + k
             return v & amask, x == U32(POISON)
 
@@ -958,7 +958,7 @@ class MachineSim(core.SimtCore):
             lanes = ALL if m is None else m
             ad, pz = addr(w)
             mem, idx = self._resolve(w, ad, pz, lanes, size, space, ins, True, chk)
-            v = np.broadcast_to(np.asarray(val(w), dtype=np.uint32), (WARP,))
+            v = as_lanes(np.asarray(val(w), dtype=np.uint32))
             v = v if lanes is ALL else v[lanes]
             ii = idx.astype(np.int64)
             for k in range(size):  # lane order: a later lane's write wins, as in the interpreter
@@ -980,8 +980,8 @@ class MachineSim(core.SimtCore):
             ad, pz = addr(w)
             mem, idx = self._resolve(w, ad, pz, lanes, 4, space, ins, True)
             view = mem.view(np.uint32)
-            bv = np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,))[lanes]
-            cv = np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,))[lanes]
+            bv = as_lanes(np.asarray(b(w), dtype=np.uint32))[lanes]
+            cv = as_lanes(np.asarray(c(w), dtype=np.uint32))[lanes]
             old = np.zeros(WARP, dtype=np.uint32)
             olds = []
             for k, j in enumerate((idx // np.uint64(4)).astype(np.int64).tolist()):
@@ -1002,11 +1002,11 @@ class MachineSim(core.SimtCore):
         mode = ins.mod("mode")
 
         def shfl(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            src = np.broadcast_to(np.asarray(a(w), dtype=np.uint32), (WARP,))
+            src = as_lanes(np.asarray(a(w), dtype=np.uint32))
             j, _ = core.shuffle_lanes(
                 mode,
-                np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
-                np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
+                as_lanes(np.asarray(b(w), dtype=np.uint32)),
+                as_lanes(np.asarray(c(w), dtype=np.uint32)),
             )
             wr(w, src[j], m)
             return (NEXT, 0)
@@ -1021,8 +1021,8 @@ class MachineSim(core.SimtCore):
         def shflp(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             _, ok = core.shuffle_lanes(
                 mode,
-                np.broadcast_to(np.asarray(b(w), dtype=np.uint32), (WARP,)),
-                np.broadcast_to(np.asarray(c(w), dtype=np.uint32), (WARP,)),
+                as_lanes(np.asarray(b(w), dtype=np.uint32)),
+                as_lanes(np.asarray(c(w), dtype=np.uint32)),
             )
             wr(w, ok, m)
             return (NEXT, 0)
@@ -1036,7 +1036,7 @@ class MachineSim(core.SimtCore):
 
         def vote(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
-            p = np.broadcast_to(a(w), (WARP,)) & act
+            p = as_lanes(a(w)) & act
             wr(w, np.full(WARP, core.warp_vote(mode, p, act)), m)
             return (NEXT, 0)
 
@@ -1049,7 +1049,7 @@ class MachineSim(core.SimtCore):
 
         def ballot(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
             act = ALL if m is None else m
-            p = np.broadcast_to(a(w), (WARP,)) & act
+            p = as_lanes(a(w)) & act
             wr(w, np.full(WARP, U32(int((weights * p).sum()) & M32)), m)
             return (NEXT, 0)
 
@@ -1126,7 +1126,7 @@ class MachineSim(core.SimtCore):
             taken = act if g is None else (act & g(w))
             if not taken.any():
                 return (NEXT, 0)
-            tgt = np.minimum(np.broadcast_to(src(w), (WARP,)).astype(np.int64), n)
+            tgt = np.minimum(as_lanes(src(w)).astype(np.int64), n)
             ent = rent[tgt]
             upd = taken & (ent >= 0)
             w.entry[upd] = ent[upd]

@@ -63,6 +63,7 @@ from qwengpu.simt.core import (
     SimtCore,
     SimtWarp,
     arrive,
+    as_lanes,
     branch,
     generic_space,
     mask_word,
@@ -360,7 +361,7 @@ class Interpreter(SimtCore):
             if type(v) is not np.ndarray:
                 v = np.full(WARP, v)
             elif v.shape != (WARP,):
-                v = np.array(np.broadcast_to(v, (WARP,)))
+                v = np.array(as_lanes(v))
             if v.dtype != sd:
                 v = v.view(sd) if view and v.dtype == td else v.astype(sd)
             if m is None:
@@ -439,7 +440,7 @@ class Interpreter(SimtCore):
         def bar(w, m):
             act = ALL if m is None else m
             if red is not None:  # the result is written when the barrier releases (_release)
-                w.red.append((red, wr, act.copy(), np.broadcast_to(rp(w), (WARP,)) & act))
+                w.red.append((red, wr, act.copy(), as_lanes(rp(w)) & act))
             return arrive(w, act, pc)
 
         return bar
@@ -566,8 +567,8 @@ class Interpreter(SimtCore):
         mask = (1 << width) - 1
 
         def carry(w, m):
-            xs = iops.as_unsigned(np.broadcast_to(ra(w), (WARP,))).tolist()
-            ys = iops.as_unsigned(np.broadcast_to(rb(w), (WARP,))).tolist()
+            xs = iops.as_unsigned(as_lanes(ra(w))).tolist()
+            ys = iops.as_unsigned(as_lanes(rb(w))).tolist()
             cs = w.cc.tolist() if use_in else [0] * WARP
             full = [x + y + c if sign > 0 else x - y - c for x, y, c in zip(xs, ys, cs, strict=True)]
             res = np.array([v & mask for v in full], dtype=iops.UNSIGNED_OF[width]).view(iops.DTYPES[t])
@@ -676,7 +677,7 @@ class Interpreter(SimtCore):
 
         def div(w, m):
             x = np.asarray(ra(w))
-            y = np.broadcast_to(rb(w), (WARP,))
+            y = as_lanes(rb(w))
             act = ALL if m is None else m
             bad = act & (y == 0)
             if bad.any():
@@ -842,27 +843,27 @@ class Interpreter(SimtCore):
         wr = self._writer(d, "b32", ins)
 
         def f(w, m):
-            wr(w, iops.shf(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), left, wrap), m)
+            wr(w, iops.shf(ra(w), rb(w), as_lanes(rc(w)), left, wrap), m)
             return (NEXT, 0)
 
         return f
 
     def _op_popc(self, ins: Instr, pc: int):
         t = _type_of(ins)
-        return self._simple(ins, t, lambda a: iops.popc(np.broadcast_to(a, (WARP,))), 1, dtype_out="u32")
+        return self._simple(ins, t, lambda a: iops.popc(as_lanes(a)), 1, dtype_out="u32")
 
     def _op_clz(self, ins: Instr, pc: int):
         t = _type_of(ins)
-        return self._simple(ins, t, lambda a: iops.clz(np.broadcast_to(a, (WARP,))), 1, dtype_out="u32")
+        return self._simple(ins, t, lambda a: iops.clz(as_lanes(a)), 1, dtype_out="u32")
 
     def _op_brev(self, ins: Instr, pc: int):
         t = _type_of(ins)
-        return self._simple(ins, t, lambda a: iops.brev(np.broadcast_to(a, (WARP,))), 1)
+        return self._simple(ins, t, lambda a: iops.brev(as_lanes(a)), 1)
 
     def _op_bfind(self, ins: Instr, pc: int):
         t = _type_of(ins)
         sa = "shiftamt" in ins.mods
-        return self._simple(ins, t, lambda a: iops.bfind(np.broadcast_to(a, (WARP,)), sa), 1, dtype_out="u32")
+        return self._simple(ins, t, lambda a: iops.bfind(as_lanes(a), sa), 1, dtype_out="u32")
 
     def _op_bfe(self, ins: Instr, pc: int):
         t = _type_of(ins)
@@ -872,7 +873,7 @@ class Interpreter(SimtCore):
         wr = self._writer(d, t, ins)
 
         def f(w, m):
-            wr(w, iops.bfe(np.broadcast_to(ra(w), (WARP,)), rb(w), rc(w)), m)
+            wr(w, iops.bfe(as_lanes(ra(w)), rb(w), rc(w)), m)
             return (NEXT, 0)
 
         return f
@@ -885,7 +886,7 @@ class Interpreter(SimtCore):
         wr = self._writer(d, t, ins)
 
         def f(w, m):
-            wr(w, iops.bfi(ra(w), np.broadcast_to(rb(w), (WARP,)), rc(w), re_(w)), m)
+            wr(w, iops.bfi(ra(w), as_lanes(rb(w)), rc(w), re_(w)), m)
             return (NEXT, 0)
 
         return f
@@ -897,7 +898,7 @@ class Interpreter(SimtCore):
         wr = self._writer(d, "b32", ins)
 
         def f(w, m):
-            wr(w, iops.prmt(ra(w), rb(w), np.broadcast_to(rc(w), (WARP,)), mode), m)
+            wr(w, iops.prmt(ra(w), rb(w), as_lanes(rc(w)), mode), m)
             return (NEXT, 0)
 
         return f
@@ -961,7 +962,7 @@ class Interpreter(SimtCore):
         true = np.uint32(0x3F800000) if dt == "f32" else np.uint32(0xFFFFFFFF)
 
         def f(w, m):
-            r = np.broadcast_to(cmpf(ra(w), rb(w)), (WARP,))
+            r = as_lanes(cmpf(ra(w), rb(w)))
             wr(w, np.where(r, true, np.uint32(0)).view(iops.DTYPES[dt]), m)
             return (NEXT, 0)
 
@@ -1013,7 +1014,7 @@ class Interpreter(SimtCore):
         f = _cvt_function(dt, st, rnd, ftz, sat, ins, self)
 
         def cvt(w, m):
-            wr(w, f(np.broadcast_to(ra(w), (WARP,))), m)
+            wr(w, f(as_lanes(ra(w))), m)
             return (NEXT, 0)
 
         return cvt
@@ -1039,7 +1040,7 @@ class Interpreter(SimtCore):
             if to:
                 # PTX: undefined unless the generic address lies in the space's window; the oracle
                 # reports it instead of inventing an address that might land in bounds
-                v = np.broadcast_to(v, (WARP,))
+                v = as_lanes(v)
                 act = ALL if m is None else m
                 bad = act & ((v < win) | (v >= top))
                 if bad.any():
@@ -1200,7 +1201,7 @@ class Interpreter(SimtCore):
             for k, rd in enumerate(readers):
                 ad = (base + np.uint64(k * size)) & amask if k else base
                 mem, idx = self._resolve(w, ad, lanes, size, space, ins, True)
-                v = np.broadcast_to(rd(w), (WARP,)).astype(dt)
+                v = as_lanes(rd(w)).astype(dt)
                 mem.view(dt)[(idx // np.uint64(size)).astype(np.int64)] = v if lanes is ALL else v[lanes]
             return (NEXT, 0)
 
@@ -1242,8 +1243,8 @@ class Interpreter(SimtCore):
             lanes = ALL if m is None else m
             mem, idx = self._resolve(w, addr(w), lanes, size, space, ins, True)
             view = mem.view(dt)
-            bv = np.broadcast_to(rb(w), (WARP,))[lanes]
-            cv = np.broadcast_to(rc(w), (WARP,))[lanes] if rc is not None else None
+            bv = as_lanes(rb(w))[lanes]
+            cv = as_lanes(rc(w))[lanes] if rc is not None else None
             old = np.zeros(WARP, dtype=dt)
             olds = []
             for k, j in enumerate((idx // np.uint64(size)).astype(np.int64).tolist()):
@@ -1271,8 +1272,8 @@ class Interpreter(SimtCore):
         wp = self._writer(dp, "pred", ins) if dp is not None else None
 
         def shfl(w, m):
-            src = np.broadcast_to(ra(w), (WARP,))
-            j, ok = shuffle_lanes(mode, np.broadcast_to(rb(w), (WARP,)), np.broadcast_to(rc(w), (WARP,)))
+            src = as_lanes(ra(w))
+            j, ok = shuffle_lanes(mode, as_lanes(rb(w)), as_lanes(rc(w)))
             wr(w, src[j], m)
             if wp is not None:
                 wp(w, ok, m)
@@ -1289,7 +1290,7 @@ class Interpreter(SimtCore):
 
         def vote(w, m):
             act = ALL if m is None else m
-            p = np.broadcast_to(ra(w), (WARP,)) & act
+            p = as_lanes(ra(w)) & act
             if mode == "ballot":
                 v = np.uint32(int((weights * p).sum()))
                 wr(w, np.full(WARP, v, dtype=np.uint32), m)
@@ -1317,9 +1318,9 @@ class Interpreter(SimtCore):
         def match(w, m):
             act = ALL if m is None else m
             members = act & (
-                (np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1 != 0
+                (as_lanes(rb(w)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1 != 0
             )
-            v = np.broadcast_to(ra(w), (WARP,))
+            v = as_lanes(ra(w))
             same = (v[:, None] == v[None, :]) & members[None, :]  # same[i, j]: lane j matches lane i
             if mode == "any":
                 out = (same.astype(np.uint64) * weights[None, :]).sum(axis=1).astype(np.uint32)
@@ -1349,7 +1350,7 @@ class Interpreter(SimtCore):
         wr = self._writer(d, "pred", ins)
 
         def isspacep(w, m):
-            v = np.broadcast_to(ra(w), (WARP,))
+            v = as_lanes(ra(w))
             sh = (v >= np.uint64(SHARED_WINDOW)) & (v < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
             lo = (v >= np.uint64(LOCAL_WINDOW)) & (v < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
             const = np.zeros(WARP, dtype=bool)
@@ -1369,10 +1370,10 @@ class Interpreter(SimtCore):
         udt = iops.DTYPES[ut]
 
         def sad(a, b, c):
-            a, b = np.broadcast_to(a, (WARP,)), np.broadcast_to(b, (WARP,))
+            a, b = as_lanes(a), as_lanes(b)
             ua, ub = a.astype(udt), b.astype(udt)  # same bits; unsigned subtraction wraps exactly
             diff = np.where(a < b, ub - ua, ua - ub)
-            return (diff + np.broadcast_to(c, (WARP,)).astype(udt)).astype(iops.DTYPES[t])
+            return (diff + as_lanes(c).astype(udt)).astype(iops.DTYPES[t])
 
         return self._simple(ins, t, sad, 3)
 
@@ -1390,9 +1391,9 @@ class Interpreter(SimtCore):
         def redux(w, m):
             act = ALL if m is None else m
             members = act & (
-                ((np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
+                ((as_lanes(rb(w)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
             )
-            v = np.broadcast_to(ra(w), (WARP,))[members].astype(np.int64)
+            v = as_lanes(ra(w))[members].astype(np.int64)
             if kind == "add":
                 r = int(v.sum()) & 0xFFFFFFFF
             elif kind in ("min", "max"):
@@ -1430,8 +1431,8 @@ class Interpreter(SimtCore):
             return np.where(x >= (1 << (bits - 1)), x - (1 << bits), x) if signed else x
 
         def dot(w, m):
-            av, bv = np.broadcast_to(ra(w), (WARP,)), np.broadcast_to(rb(w), (WARP,))
-            acc = np.broadcast_to(rc(w), (WARP,)).astype(np.int64)  # c is read as s32 when either is signed
+            av, bv = as_lanes(ra(w)), as_lanes(rb(w))
+            acc = as_lanes(rc(w)).astype(np.int64)  # c is read as s32 when either is signed
             if sa or sb:
                 acc = np.where(acc >= 1 << 31, acc - (1 << 32), acc)
             if n == 4:
@@ -1467,7 +1468,7 @@ class Interpreter(SimtCore):
             return 0xFFFFFFFF
 
         def fns(w, m):
-            av, bv, cv = (np.broadcast_to(r(w), (WARP,)).tolist() for r in (ra, rb, rc))
+            av, bv, cv = (as_lanes(r(w)).tolist() for r in (ra, rb, rc))
             wr(
                 w,
                 np.array([fns_one(x, y, z) for x, y, z in zip(av, bv, cv, strict=True)], dtype=np.uint32),
@@ -1490,7 +1491,7 @@ class Interpreter(SimtCore):
         def elect(w, m):
             act = ALL if m is None else m
             members = act & (
-                ((np.broadcast_to(rb(w), (WARP,)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
+                ((as_lanes(rb(w)).astype(np.uint64) >> LANES.astype(np.uint64)) & 1) != 0
             )
             leader = int(np.argmax(members)) if members.any() else 0
             wr(w, np.full(WARP, leader, dtype=np.uint32), m)
@@ -1540,9 +1541,9 @@ class Interpreter(SimtCore):
         def cp(w, m):
             lanes = ALL if m is None else m
             full = np.full(WARP, size, dtype=np.int64)
-            n = full if rsrc is None else np.minimum(np.broadcast_to(rsrc(w), (WARP,)).astype(np.int64), size)
+            n = full if rsrc is None else np.minimum(as_lanes(rsrc(w)).astype(np.int64), size)
             if rign is not None:
-                n = np.where(np.broadcast_to(rign(w), (WARP,)), 0, full)
+                n = np.where(as_lanes(rign(w)), 0, full)
             s, d = saddr(w), daddr(w)
             data = np.zeros((WARP, size), dtype=np.uint8)
             for k in range(size):
