@@ -202,9 +202,10 @@ def allocate(placement: Placement, layers: list[LayerPlan], shape: Shape, order:
 
     def reset_slot(old: Signal, lo: int, hi: int) -> int | None:
         """The latest MLP position in [lo, hi] with room for one reset neuron."""
+        reset = [reset_neuron(old)]
         for q in range(hi if hi % 2 else hi - 1, max(lo, 1) - 1, -2):
             lp = layers[q // 2]
-            if len(lp.mlp) + lp.mlp.cost([reset_neuron(old)]) <= shape.intermediate_size:
+            if len(lp.mlp) + lp.mlp.cost(reset) <= shape.intermediate_size:
                 return q
         return None
 
