@@ -505,11 +505,18 @@ def _machine_config(shape: str | None):
 
 
 def _cmd_machine_build(args: argparse.Namespace) -> int:
-    from qwengpu.compiler import FitError
     from qwengpu.errors import MachineLimitError
-    from qwengpu.model.machine_checkpoint import build_checkpoint, compiler_version, read_machine_sidecar
+    from qwengpu.model.machine_checkpoint import (
+        build_checkpoint,
+        check_out_folder,
+        compiler_version,
+        read_machine_sidecar,
+    )
 
     args.shape = resolve_shape_name(args.shape)
+    check_out_folder(args.out, args.overwrite)  # a refusal before the compiler is imported
+    from qwengpu.compiler import FitError
+
     config = _machine_config(args.shape)
     t0 = time.perf_counter()
     bar = StageProgress() if _want_progress(args) else None
@@ -604,12 +611,14 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     from qwengpu.codegen.lowering.table import refused_opcodes
     from qwengpu.isa.limits import LIMITS, machine_limits, shared_words_for
     from qwengpu.machine import protocol as P
-    from qwengpu.machine.circuit import MACHINE_UNITS
-    from qwengpu.model.configs import shape_for
+    from qwengpu.machine.shape import MACHINE_UNITS
+    from qwengpu.model.configs import SHAPE_DIMS, shape_named
 
     name = resolve_shape_name(args.shape)
-    config = _machine_config(name)
-    shape = shape_for(config)  # the machine this shape compiles: its capacities and units
+    # the machine this shape compiles: its capacities and units, by name (no torch or transformers
+    # import: `machine info` answers at once; a test checks SHAPE_DIMS against the configs)
+    shape = shape_named(name)
+    hidden, intermediate = SHAPE_DIMS[name]
     refused = refused_opcodes()
     slice_rows = [
         ("threads_per_block", LIMITS.threads_per_block,
@@ -631,7 +640,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
     ]
     units = {f.name: v for f in fields(shape)
              if isinstance(v := getattr(shape, f.name), bool) and f.name in MACHINE_UNITS}
-    layers = {"hidden_size": int(config.hidden_size), "intermediate_size": int(config.intermediate_size)}
+    layers = {"hidden_size": hidden, "intermediate_size": intermediate}
     if args.json:
         print(json.dumps({"shape": name, "layer_shape": layers, "isa": asdict(LIMITS),
                           "in_weights": {k: v for k, v, _ in slice_rows}, "units": units,

@@ -193,3 +193,30 @@ def test_an_interpreter_run_imports_neither_torch_nor_transformers(tmp_path: Pat
     p = subprocess.run([sys.executable, "-c", code, str(DOT)], capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "check: PASS (bit-exact)" in p.stdout and "heavy: []" in p.stdout
+
+
+@pytest.mark.parametrize("argv", [["machine", "info", "--json"], ["machine", "cache", "--json"]])
+def test_machine_info_and_cache_import_neither_torch_nor_transformers(tmp_path: Path, argv) -> None:
+    """``machine info`` reads the shape by name and ``machine cache`` the entries' records (one entry
+    here, named by its sizes): neither imports torch or transformers (5 s and 3 s a call before on
+    a 2-core machine)."""
+    from qwengpu.model.machine_checkpoint import MACHINE_FORMAT, MACHINE_SIDECAR
+
+    entry = tmp_path / "cache" / "machine" / "aaaa"
+    entry.mkdir(parents=True)
+    record = {"format": MACHINE_FORMAT, "compiler_version": "aaaa",
+              "config": {"hidden_size": 2048, "intermediate_size": 2048}}
+    (entry / MACHINE_SIDECAR).write_text(json.dumps(record))
+    code = ("import sys\nfrom qwengpu.cli import main\n"
+            f"rc = main({argv!r})\n"
+            "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
+            "print('heavy:', heavy, file=sys.stderr)\nsys.exit(rc)\n")
+    env = dict(os.environ, QWENGPU_CACHE=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "heavy: []" in p.stderr
+    out = json.loads(p.stdout)
+    if argv[1] == "cache":
+        assert [(e["version"], e["shape_name"]) for e in out["entries"]] == [("aaaa", "test")]
+    else:
+        assert out["shape"] == "test" and out["units"]["fmulf"] is False  # the suite runs the test shape

@@ -35,14 +35,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from qwengpu.compiler import compile_circuit
-from qwengpu.compiler.checkpoint import load_compiled, save_compiled
 from qwengpu.errors import CheckpointError, QwenGPUError
-from qwengpu.machine.circuit import MachineShape, build_machine, mlp_reserve
+from qwengpu.machine.shape import MachineShape
+
+if TYPE_CHECKING:
+    import torch
 from qwengpu.model.configs import shape_for, test_config
 
 MACHINE_SIDECAR = "qwengpu_machine.json"
@@ -163,7 +162,8 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 # ---------------------------------------------------------------------------------------------
 def _build(config, shape: MachineShape, progress: Progress = None):
     """Compile the machine circuit into ``config``'s shape and write the stock model's weights."""
-    from qwengpu.compiler import build_model
+    from qwengpu.compiler import build_model, compile_circuit
+    from qwengpu.machine.circuit import build_machine, mlp_reserve
 
     _note(progress, "compiling the machine circuit")
     compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
@@ -185,6 +185,8 @@ def _fsync(path: Path) -> None:
 def _write(model, compiled, out: Path, meta: dict[str, Any], overwrite: bool) -> Path:
     """``save_compiled`` into a temporary folder beside ``out``, add the machine record, rename."""
     from transformers.utils import logging as hf_logging
+
+    from qwengpu.compiler.checkpoint import save_compiled
 
     def fill(tmp: Path) -> dict[str, Any]:
         save_compiled(model, compiled, tmp)
@@ -245,9 +247,12 @@ class MachineTensors:
     neither holds the whole float32 model (~9 GB on the 2B shape)."""
 
     def __init__(self, config, shape: MachineShape, progress: Progress = None) -> None:
+        import torch
         from transformers import Qwen3_5ForCausalLM
 
+        from qwengpu.compiler import compile_circuit
         from qwengpu.compiler.build import TokenIO, model_config
+        from qwengpu.machine.circuit import build_machine, mlp_reserve
 
         _note(progress, "compiling the machine circuit")
         self.compiled = compile_circuit(build_machine(shape), config, mlp_reserve=mlp_reserve(shape))
@@ -287,6 +292,8 @@ class MachineTensors:
 
     def get(self, name: str) -> torch.Tensor:
         """The weight ``name`` as the stock model holds it (float32)."""
+        import torch
+
         from qwengpu.compiler.build import embedding_rows, head_rows
 
         if name.startswith("model.layers."):
@@ -311,6 +318,7 @@ def stream_checkpoint(out: Path, config=None, shape: MachineShape | None = None,
     than one layer (plus the embedding and head) in memory. Why: the 2B-shape machine is ~9 GB in
     float32, and a first ``qwengpu build`` of a 2B mount builds it; held whole, it set that build's
     peak memory (9.8 GiB measured) above the mount's own streaming (~2 GiB)."""
+    import torch
     from transformers import GenerationConfig
 
     from qwengpu.compiler.checkpoint import write_sidecar
@@ -361,13 +369,21 @@ def build_checkpoint(out_dir: str | Path, config=None, shape: MachineShape | Non
     Nothing half-written: the folder appears by one rename. An existing non-empty ``out_dir`` is
     refused (:class:`CheckpointError`) unless ``overwrite``. ``progress(message)`` hears the stages.
     """
+    out = check_out_folder(out_dir, overwrite)
+    return stream_checkpoint(out, config, shape, overwrite=overwrite, progress=progress)
+
+
+def check_out_folder(out_dir: str | Path, overwrite: bool = False) -> Path:
+    """The folder a checkpoint will be written to, refused (:class:`CheckpointError`) when it is a
+    file or a non-empty folder (unless ``overwrite``). Light: ``machine build`` asks before it
+    imports the compiler, so a refusal comes at once."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise CheckpointError(f"{out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise CheckpointError(f"{out} exists and is not empty; refusing to write the machine there "
                               "(overwrite=True / --overwrite replaces it)")
-    return stream_checkpoint(out, config, shape, overwrite=overwrite, progress=progress)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,7 +534,10 @@ def load_checkpoint(path: str | Path, version: str | None = None):
     if version is not None and meta.get("compiler_version") != version:
         raise CheckpointError(f"{path}: built by compiler version {meta.get('compiler_version')!r}, "
                               f"expected {version!r}")
+    import torch
     from transformers.utils import logging as hf_logging
+
+    from qwengpu.compiler.checkpoint import load_compiled
 
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # our own progress line, not transformers' bars
@@ -571,21 +590,17 @@ def _size(path: Path) -> int:
 
 
 def _shape_name(meta: dict[str, Any]) -> str:
-    """``test`` or ``2b`` when the entry's layer config is one of the named machine shapes
-    (``run --shape``), else ``custom``."""
+    """``test`` or ``2b`` when the entry's layer config has a named machine shape's hidden and
+    intermediate sizes (``configs.SHAPE_DIMS``, ``run --shape``), else ``custom``. By the sizes, not
+    the whole config: building the named configs imports transformers and torch, which made
+    ``machine cache`` take seconds (the listing prints the entry's sizes beside the name)."""
+    from qwengpu.model.configs import SHAPE_DIMS
+
     want = meta.get("config")
     if not want:
         return "unknown"
-    if want == _config_dict(test_config()):
-        return "test"
-    try:
-        from qwengpu.model.configs import machine_2b_config
-
-        if want == _config_dict(machine_2b_config()):
-            return "2b"
-    except (OSError, ValueError):  # pragma: no cover - the packaged config is missing
-        pass
-    return "custom"
+    dims = (want.get("hidden_size"), want.get("intermediate_size"))
+    return next((name for name, d in SHAPE_DIMS.items() if tuple(d) == dims), "custom")
 
 
 def cache_entries(cache_dir: str | Path | None = None) -> list[dict[str, Any]]:

@@ -85,9 +85,9 @@ def test_success_reads_the_result_from_the_models_tokens(mounted_chat, launcher)
     assert "GPU result: out = [42]" in text and "[computed]" in text and "extern" in text
 
 
-def test_compile_error_goes_back_and_the_fix_runs(mounted_chat, launcher):
+def _compile_error_turn(chat, launcher) -> None:
     bad = xml_call(ADD.replace("a + b", "a + c"), add_spec(5, 6))
-    sess, out = _session(mounted_chat, launcher, [bad, xml_call(ADD, add_spec(5, 6)), "Answer: 11"])
+    sess, out = _session(chat, launcher, [bad, xml_call(ADD, add_spec(5, 6)), "Answer: 11"])
     turn = sess.ask("What is 5 + 6?")
     first, second = turn.attempts
     assert first.outcome.kind == "compile_error" and 'identifier "c" is undefined' in first.outcome.message
@@ -95,6 +95,17 @@ def test_compile_error_goes_back_and_the_fix_runs(mounted_chat, launcher):
     assert second.outcome.outputs == {"out": [11]}
     assert turn.status == "computed" and not turn.first_try
     assert "compile error" in out.getvalue()
+
+
+@pytest.mark.slow  # 14 s through the mount; the default run has the same turn on the small chat model
+def test_compile_error_goes_back_and_the_fix_runs(mounted_chat, launcher):
+    _compile_error_turn(mounted_chat, launcher)
+
+
+def test_compile_error_goes_back_and_the_fix_runs_on_the_chat_model(chat_model):
+    """The retry after a compile error, on the synthetic chat model with the interpreter (the mounted
+    turn above is slow): NVRTC's log goes back to the model, the fix computes the answer."""
+    _compile_error_turn(chat_model, RunnerLauncher(engine="interp", max_steps=2_000))
 
 
 @pytest.mark.slow  # 9-22 s each; the default run keeps the success and compile-error turns

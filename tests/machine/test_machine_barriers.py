@@ -258,6 +258,8 @@ def test_bar_red_in_a_loop_over_blocks_and_warps(engine: str) -> None:
     assert np.asarray(out["out"]).tolist() == want
 
 
+@pytest.mark.slow  # 13 s; bar.red on the simulators stays in the default run, and blocks with barriers
+# inside the model in test_machine_weights.py
 def test_bar_red_inside_the_model(tmp_path) -> None:
     """The shared-counter sequence written by the model itself (8 threads, one block)."""
     import json

@@ -94,7 +94,7 @@ def _mix(k: int) -> int:
     return x
 
 
-@pytest.mark.parametrize("k", [60, 120])
+@pytest.mark.parametrize("k", [60, pytest.param(120, marks=pytest.mark.slow)])
 def test_heavy_register_pressure_spills_instead_of_refusing(k: int) -> None:
     """No kernel is refused for register pressure (issue 26): 61 and 121 values live at once run
     with 32 registers, the rest in spill slots (it was refused beyond 16 spill words before)."""

@@ -282,6 +282,8 @@ def test_blocks_and_barriers_are_written_by_the_model(machine):
     assert P.ctl(P.BLOCK, 1) in run.trace and P.ctl(P.BLOCK, 0) not in run.trace  # the host fed BLOCK(0)
 
 
+@pytest.mark.slow  # 12 s; the same stock prefill of vadd (prompt + trace) is compared position by position
+# and layer by layer in tests/runtime/test_chunked_runtime.py::test_machine_launch_equals_stock_prefill
 def test_trace_reproduced_by_one_prefill(machine, vadd):
     """The chunked (prefill) path over prompt + trace gives the same argmax at every model step."""
     ids = torch.tensor([vadd.prompt + vadd.trace[:-1]])

@@ -437,6 +437,8 @@ def test_machine_outputs_decode(launches, name):
     assert spec.expected and compare(spec, read_outputs(spec, gmem)) == []
 
 
+@pytest.mark.slow  # 15 s; the debugging mode without shortcuts (the default path is checked against the
+# stock argmax above, and its general paths by the small-model tests of this file)
 def test_machine_general_paths_give_the_same_traces(machine, launches):
     """``shortcuts=False``: no one-hot shortcut, no memo, no head table, no row de-duplication."""
     from qwengpu.machine import protocol as P

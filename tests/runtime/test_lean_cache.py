@@ -58,8 +58,11 @@ def _reference(start: int, n: int) -> list[int]:
 @pytest.fixture
 def tiny(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The machine's cache on the tiny circuit, in ``tmp_path``: (config, cache root)."""
-    monkeypatch.setattr(C, "build_machine", lambda shape: _tiny_circuit())
-    monkeypatch.setattr(C, "mlp_reserve", lambda shape: 0)
+    from qwengpu.machine import circuit
+
+    # the checkpoint module imports these when it compiles (it stays light for `machine cache`)
+    monkeypatch.setattr(circuit, "build_machine", lambda shape: _tiny_circuit())
+    monkeypatch.setattr(circuit, "mlp_reserve", lambda shape: 0)
     monkeypatch.setattr(C, "compiler_version", lambda config=None, shape=None: "v-tiny")
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
     monkeypatch.setattr(cached, "_FAST_CACHE", {})
