@@ -425,7 +425,8 @@ def _check_f64(name: str, rnd: str, xs: list[tuple[int, int, int]]) -> None:
     assert not bad, f"{name}.{rnd}.f64: (inputs, interpreter, exact) {bad[:4]}"
 
 
-@pytest.mark.parametrize("rnd", ["rn", "rz", "rm", "rp"])
+@pytest.mark.parametrize("rnd", ["rn", "rz", *(pytest.param(r, marks=pytest.mark.slow)
+                                               for r in ("rm", "rp"))])  # rm, rp: 6 s
 @pytest.mark.parametrize("name", list(F64_OPS))
 @_F64_SETTINGS
 @given(xs=st.lists(st.tuples(_bits64, _bits64, _bits64), min_size=1, max_size=F64_LANES))

@@ -72,7 +72,8 @@ def _cases(seed: int, n: int = 1024) -> list[tuple[np.ndarray, np.ndarray, np.nd
     return out
 
 
-@pytest.mark.parametrize("ftz", [False, True])
+# .ftz: slow (5-6 s each on the simulator); the sequences' ftz handling: tests/machine/test_softfloat.py
+@pytest.mark.parametrize("ftz", [False, pytest.param(True, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("op", ["fmul", "ffma"])
 def test_mul_and_fma_on_the_adders_are_exact(op, ftz):
     mods = {"ftz": True} if ftz else {}

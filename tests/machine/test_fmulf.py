@@ -93,7 +93,8 @@ def test_the_circuit_is_the_simulators_function_on_any_words():
     assert (sf.ES_MIN, sf.ES_MAX) == (fpu.FMUL_ES_MIN, fpu.FMUL_ES_MAX)
 
 
-@pytest.mark.parametrize("ftz", [False, True])
+# .ftz: slow (5-6 s each on the simulator); the sequences' ftz handling: tests/machine/test_softfloat.py
+@pytest.mark.parametrize("ftz", [False, pytest.param(True, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("op", ["fmul", "ffma"])
 def test_mul_and_fma_with_the_unit_are_exact(op, ftz):
     """``mul.rn.f32``: the range row and the unit's four rows; ``fma.rn.f32``: the range row in

@@ -84,7 +84,9 @@ def test_corpus_kernel_expanded(cu: Path, spec: Path) -> None:
 MUL_KERNELS = ["int64_arith", "mulhi", "rsqrt_norm", "grid_stride", "atomic_cas", "device_call", "gcd"]
 
 
-@pytest.mark.parametrize("mul", [*VARIANTS, "auto+negmin"])
+# bitloop and straight are kept for the measurements: slow here
+@pytest.mark.parametrize("mul", [*VARIANTS[:2], *(pytest.param(v, marks=pytest.mark.slow)
+                                                   for v in VARIANTS[2:]), "auto+negmin"])
 @pytest.mark.parametrize("name", MUL_KERNELS)
 def test_corpus_multiply_variants(name: str, mul: str) -> None:
     _check_corpus(KERNELS / f"{name}.cu", KERNELS / f"{name}.json", mul)

@@ -77,6 +77,8 @@ def features(cu: Path, spec_path: Path) -> set[str]:
     return out
 
 
+#: the longest of them on the simulator (sin_cos: 7 s and 6 s): its features run in the other kernels
+SLOW_FEATURES = {"sin_cos"}
 FEATURE_KERNELS = {
     "atomic_add_contention", "atomic_bitwise", "atomic_cas", "atomic_exch", "atomic_float_add",
     "atomic_inc_dec", "atomic_minmax", "block_reduce_atomic", "char_short", "dot",
@@ -132,7 +134,8 @@ def routed_floats(monkeypatch):
     soft.route_floats()
 
 
-@pytest.mark.parametrize("name", sorted(FEATURE_KERNELS))
+@pytest.mark.parametrize("name", [n if n not in SLOW_FEATURES else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(FEATURE_KERNELS)])
 def test_corpus_kernel_as_the_weights_run_it(name: str, request) -> None:
     cu, spec = ITEMS[name]
     if name == "sin_cos":
@@ -911,7 +914,8 @@ def test_expansion_without_a_launch_keeps_spaces() -> None:
 # ---------------------------------------------------------------------------------------------
 # (c) engine.prepare
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", sorted(FEATURE_KERNELS))
+@pytest.mark.parametrize("name", [n if n not in SLOW_FEATURES else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(FEATURE_KERNELS)])
 def test_engine_prepare_accepts(name: str) -> None:
     """Accepted (ROM program within the ROM, only weight ops), or refused for the ROM size alone."""
     from qwengpu.runtime import engine
@@ -1018,7 +1022,7 @@ extern "C" __global__ void big_grid(unsigned *out, unsigned n) {
 """
 
 
-@pytest.mark.parametrize("grid", [(1147, 1), (37, 31)])
+@pytest.mark.parametrize("grid", [(1147, 1), pytest.param((37, 31), marks=pytest.mark.slow)])  # 2-D: 6 s
 def test_grids_of_1147_blocks_multiply_full_block_indices(tmp_path: Path, grid: tuple[int, int]) -> None:
     """Launches beyond 64 blocks (the machine runs 65,535): the lowering's bound on ``%ctaid`` is
     the launch's own (at least 6 bits, so programs of launches that fitted before are unchanged),

@@ -252,7 +252,7 @@ def test_stock_generate_whole_trace(stock, reference):
 
 def test_build_refuses_non_empty_folder(tmp_path, monkeypatch):
     (tmp_path / "keep.txt").write_text("mine")
-    monkeypatch.setattr(C, "compile_circuit", lambda *a, **kw: pytest.fail("built although refused"))
+    monkeypatch.setattr(C, "stream_checkpoint", lambda *a, **kw: pytest.fail("built although refused"))
     with pytest.raises(CheckpointError, match="not empty"):
         C.build_checkpoint(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]

@@ -359,7 +359,8 @@ def test_user_kernels_in_the_weights(machine, name):
     assert run.passed, run.mismatches
 
 
-@pytest.mark.parametrize("name", ["nw", "devsq", "warpsz", "noinl"])
+# nw: 6 s, slow; the other three stay
+@pytest.mark.parametrize("name", [pytest.param("nw", marks=pytest.mark.slow), "devsq", "warpsz", "noinl"])
 def test_real_cuda_kernels_in_the_weights(machine, name):
     """Issue 10's machine side: nw (Needleman-Wunsch anti-diagonals on a 2-D shared tile,
     ``temp[m - tx + 1][tx + 1]``: NVRTC forms a 32-bit shared base below zero plus a positive

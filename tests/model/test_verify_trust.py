@@ -132,6 +132,7 @@ def test_recompute_finds_what_the_record_hides(fooled):
     assert len(probs) == 3, probs
 
 
+@pytest.mark.slow  # 10 s; the recomputation that finds what the record hides stays in the default run
 def test_with_base_every_row_and_dim_is_compared(fooled, small_base):
     """With ``--base``: the embedding and head recomputed whole from the base (base rows included,
     every dim), so a value beyond the flag dim in a base row is named."""
