@@ -109,6 +109,7 @@ def regfile_inputs(n: int, seed: int, write_share: float = 0.3) -> dict[str, np.
     return inp
 
 
+@pytest.mark.slow  # 7 s; the ALU stays in test_alu_decode and test_alu_prefill_many
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), pairs=st.lists(ripple_pair(), max_size=16),
        ops=st.lists(st.integers(0, 7), max_size=16))
@@ -122,6 +123,7 @@ def test_alu_decode(alu):
     alu.check(batch([("a", 32), ("b", 32), ("op", 3)], 128, seed=3), mode="decode")
 
 
+@pytest.mark.slow  # 12 s; the register file stays in the decode, batch and prefill-then-decode tests below
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), share=st.sampled_from([0.05, 0.3, 0.9]))
 def test_regfile_prefill_long(regfile, seed, share):

@@ -190,6 +190,8 @@ def test_the_live_view_on_a_terminal(tmp_path):
     assert "compiled with NVRTC" in text and "6001" in text and "<function=" not in text
 
 
+@pytest.mark.slow  # 24 s; a turn through the mount: test_advanced_pipeline's success turn; the CLI's ask
+# and chat wiring: the chat-model tests above
 def test_ask_and_chat_through_the_mounted_model(tmp_path, small_mount, monkeypatch, capsys):
     """``ask`` and a ``chat`` turn on a synthetic mounted checkpoint: replies teacher-forced through
     the mount's own text forward, the launch inside the same mount (``--engine model``)."""

@@ -50,15 +50,17 @@ FAR = {
 }
 
 
-@pytest.mark.parametrize("variant", [pytest.param("four_banks", marks=pytest.mark.slow), "two_banks"])
+# both slow (19 s and 34 s on the evaluator, which re-evaluates the whole sequence for every token): the
+# ROM banks are the 2B shape's (the default run's test-shape machine has one bank of 1,024 rows)
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["four_banks", "two_banks"])
 def test_a_program_across_the_rom_banks(circuit_2b, variant):
     """four_banks: r1 = 7, then a jump to row 3,500 (ROM bank 3), +5, to row 1,500 (bank 1), +100,
     to row 2,600 (bank 2): store r1 and exit. Decoys at the same 10-bit row in every other ROM bank
     (adding 1,000, 2,000 or 4,000) would show in the result if the banks' write enables or the read
     select mixed them up. The model writes BANK before every pass in another 512-row bank: its
     argument carries pc bits 9..11 (bits 0, 2, 3), and the host reads the PASS pcs back as 12 bits.
-    two_banks (the default run: the evaluator re-evaluates the whole sequence for every token, and
-    the four-bank program takes 32 s): the jump to bank 3, its decoys in banks 0-2, the store there."""
+    two_banks: the jump to bank 3, its decoys in banks 0-2, the store there (a shorter check)."""
     shape, c = circuit_2b
     program, far, result, passes = FAR[variant]
     at = dict(program)
@@ -91,7 +93,7 @@ def test_a_program_across_the_rom_banks(circuit_2b, variant):
     assert trace[-1] == P.ctl(P.HALT)
 
 
-@pytest.mark.slow  # 28 s of lowering; the two-bank program above stays in the default run
+@pytest.mark.slow  # 28 s of lowering
 def test_the_lowering_aims_for_1024_rows_and_takes_the_rom_when_it_must():
     """Programs are lowered for 1,024 rows (a row is 12 prompt tokens: ``soft.ROM_BUDGET``); one
     that does not fit that even with shared routines (``rom4k``: 3,208 rows of unrolled integer

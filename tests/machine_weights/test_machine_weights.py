@@ -198,7 +198,8 @@ def test_sticky_mask_one_mask_token_per_change(machine):
     later pass; the model writes MASK(g=0, 0111) once, every later pass is PASS f=0 alone (version 1
     wrote a MASK after every such PASS: 87 of the dot's 564 tokens on the 2B shape). The host reads
     the lanes of each PASS f=0 from the last MASK, as the machine's own table does."""
-    run = run_machine(ROOT / "kernels" / "dot.cu", model=machine[1])
+    lines: list[str] = []  # the --trace display of the same run (checked at the end)
+    run = run_machine(ROOT / "kernels" / "dot.cu", model=machine[1], trace=lines.append)
     toks = P.read_all(run.trace)
     masks = [t for t in toks if t.kind == "MASK"]
     partial = [t for t in toks if t.kind == "PASS" and not t.full]
@@ -216,8 +217,6 @@ def test_sticky_mask_one_mask_token_per_change(machine):
             cur = format(t.a & 15, "04b")
         elif t.kind == "PASS" and not t.full:
             want[cur] += 1
-    lines: list[str] = []
-    run_machine(ROOT / "kernels" / "dot.cu", model=machine[1], trace=lines.append)
     got = Counter(m.group(1) for x in lines if (m := re.search(r" mask (\d{4}) ", x)))
     del got["1111"]
     assert got == want and got["0111"] > 20

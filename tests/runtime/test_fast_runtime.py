@@ -454,6 +454,8 @@ def test_machine_general_paths_give_the_same_traces(machine, launches):
     assert not general.head.cache  # and no head cache
 
 
+@pytest.mark.slow  # 9 s; the fast runtime's negative control stays in the default run:
+# test_damaged_weight_in_a_column_updated_mlp
 def test_edited_weight_is_seen_by_the_integration_hook(machine, launches, flipped_weight):
     """``run_trace_fast`` (the path ``qwengpu run`` takes) keys its gathered runtime by the weights'
     version: a weight flipped in place after a run changes the trace (the negative control through
