@@ -227,8 +227,8 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         budget = min(shape.rom_rows, ROM_BUDGET)  # as engine.prepare
         for _ in range(4):
             prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
-                                          options=Options(budget=budget, **opts, param_words=tuple(
-                                              sorted(sized.scalar_words.items()))),
+                                          options=Options(budget=budget, **opts,
+                                                          param_words=sized.param_words),
                                           gmem_words=shape.gmem_words, arena_words=buffers_end(sized.gmem))
             if len(prog.code) <= shape.rom_rows:
                 break

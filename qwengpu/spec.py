@@ -395,6 +395,11 @@ class Bound:
     #: byte offset: launch constants whose value the lowering may use for bounds (``Options.param_words``)
     scalar_words: dict[int, int] = field(default_factory=dict)
 
+    @property
+    def param_words(self) -> tuple[tuple[int, int], ...]:
+        """``scalar_words`` as the lowering's hashable ``Options.param_words``."""
+        return tuple(sorted(self.scalar_words.items()))
+
 
 def check_against_kernel(
     spec: LaunchSpec, fn: Function, csig: list[tuple[str, str | None, bool]] | None

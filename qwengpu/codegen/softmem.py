@@ -1202,7 +1202,7 @@ def simulate_weights(
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
     place_module_globals(bound.gmem, prog.layout.global_vars)  # before the machine's regions, as the engine
     # the launch's scalar parameters bound the values loaded from them, as in engine.prepare
-    options = replace(options or Options(), param_words=tuple(sorted(bound.scalar_words.items())))
+    options = replace(options or Options(), param_words=bound.param_words)
     out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs,  # type: ignore[arg-type, attr-defined]
                                   gmem_words=gmem_words, arena_words=buffers_end(bound.gmem))
     check_program_limits(out)

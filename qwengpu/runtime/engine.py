@@ -350,7 +350,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
                 lowered, grid, block, spec.shared_bytes,
                 options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd,
                                 native_fmulf=shape.fmulf,
-                                param_words=tuple(sorted(sized.scalar_words.items()))),
+                                param_words=sized.param_words),
                 gmem_words=shape.gmem_words, arena_words=arena_words,
             )
             if len(prog.code) <= shape.rom_rows:
