@@ -243,6 +243,10 @@ class Options:
     #: (a small ``n`` makes ``(float)(n + i)`` the short conversion). Only bounds, never folded
     #: into results: the model still computes every value from them
     param_words: tuple[tuple[int, int], ...] = ()
+    #: lane-serialised loops (atomics, sub-word stores) as one copy per lane group of the warp
+    #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
+    #: fit the ROM with them
+    group_loops: bool = True
 
 
 class Fresh:
@@ -840,6 +844,18 @@ def expand_for_weights(
         raise ValueError(f"unknown routines mode {opts.routines!r}; one of {ROUTINE_MODES}")
     if opts.outline not in OUTLINE_MODES:
         raise ValueError(f"unknown outline mode {opts.outline!r}; one of {OUTLINE_MODES}")
+    out = _expand_best(prog, opts)
+    if opts.group_loops and not _fits(out, opts.budget) and any(
+        ins.op == "atom" or ins.op == "st" and (ins.mod("size") or 4) < 4 for ins in prog.code
+    ):  # the lane loops' copies take ROM rows: without them, if that fits (or is shorter)
+        slim = _expand_best(prog, replace(opts, group_loops=False))
+        if _fits(slim, opts.budget) or len(slim.code) < len(out.code):
+            return slim
+    return out
+
+
+def _expand_best(prog: Program, opts: Options) -> Program:
+    """``expand_for_weights`` for checked options: the shortest expansion that fits the ROM."""
     windows = _Windows(prog, opts.outline != "never")  # found only when needed
     if opts.outline == "always":
         opts = replace(opts, routed=opts.routed | frozenset(windows.get()))

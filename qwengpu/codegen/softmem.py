@@ -505,15 +505,42 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
     leaves the loop after its own iteration, so the loop ends after the highest active lane.
 
     The iteration count k is the same on every waiting lane, so its update is one USHORT token
-    per lane group (a per-lane count down from ``laneid`` costs a SHORT token per lane)."""
+    per lane group (a per-lane count down from ``laneid`` costs a SHORT token per lane).
+
+    A warp of more than one lane group (``Options.group_loops``) runs one copy of the loop per
+    group instead: copy g starts at k = 4g, and the lanes of the later groups branch past it to the
+    next copy. Min-PC scheduling runs the lowest copy's lanes to the end of the sequence before a
+    later copy's, so the lanes still take their turns in lane order, but group g no longer passes
+    through the 4g iterations of the lanes before it (each of its passes a PASS, a predicate and a
+    count token): a full warp's loop is 8 x 4 iterations instead of 4 + 8 + ... + 32 = 144, for
+    7 x 8 more ROM rows (each copy's iteration is ``body`` and 4 rows)."""
     lane = s.op("s2r", sr="laneid")
-    k = s.op("mov", Imm(0))
-    top = s.label()
-    s.place(top)
-    p = s.setp("eq", lane, k)
-    body(p)
-    s.into(k, "add", k, Imm(1))
-    s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
+    ngroups = _warp_groups(s)
+    end = s.label()
+    for g in range(ngroups):
+        later = s.label() if g < ngroups - 1 else None
+        if later is not None:
+            s.bra(later, s.setp("ge", lane, Imm(4 * (g + 1))))
+        k = s.op("mov", Imm(4 * g))
+        top = s.label()
+        s.place(top)
+        p = s.setp("eq", lane, k)
+        body(p)
+        s.into(k, "add", k, Imm(1))
+        s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
+        if later is not None:
+            s.bra(end)
+            s.place(later)
+    s.place(end)
+
+
+def _warp_groups(s: Seq) -> int:
+    """Lane groups of the loop copies ``_lane_loop`` emits: the groups of the launch's warps (one
+    without a memory plan, or with ``Options.group_loops`` off)."""
+    plan = _plan(s.fr)
+    if plan is None or not getattr(s.fr.opts, "group_loops", False):
+        return 1
+    return -(-min(WARP, plan.threads) // 4)
 
 
 def _subword_store(ins: MInstr, fr: Fresh) -> list[MInstr]:
