@@ -15,6 +15,46 @@ ROOT = Path(__file__).resolve().parent.parent
 # (CLI and README tests); tests of the default itself clear it (tests/test_default_machine.py).
 os.environ["QWENGPU_MACHINE_SHAPE"] = "test"
 
+# The default run takes two workers (pytest-xdist, ``-n 2`` in pyproject.toml: CI's two cores). Each
+# worker and every process it starts computes on ONE thread: two torch processes of two threads
+# each on two cores slow each other ~10x. Set before torch is imported anywhere in the worker.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
+
+# tests that share the session's small mount (a ~100 s build, 5.5 GB on disk) run in one worker, so it
+# is built once; every other test file runs whole in one worker (its module fixtures load once)
+MOUNT_FIXTURES = frozenset({"small_base", "small_mount", "mounted_fast", "mount_text", "standalone_vadd"})
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        shares_mount = MOUNT_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        group = "mount" if shares_mount else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _shared_cache(tmp_path_factory) -> Path | None:
+    """The machine cache every worker of this run shares (beside the workers' own temporary
+    folders; the first worker that needs the machine builds it, ``entry_lock``): None without
+    workers."""
+    if not XDIST_WORKER:
+        return None
+    return tmp_path_factory.getbasetemp().parent / "qwengpu-cache"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The controller of a run with workers removes their shared machine cache (several GB)."""
+    import shutil
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if XDIST_WORKER or factory is None or not getattr(session.config.option, "numprocesses", None):
+        return
+    shutil.rmtree(factory.getbasetemp() / "qwengpu-cache", ignore_errors=True)
+
 
 @pytest.fixture
 def run_cuda(tmp_path):
@@ -56,13 +96,16 @@ def _machine_cache(tmp_path_factory):
     if _home_cache_has_current_machine():  # a developer's cache already holds this version: read it
         yield
         return
-    path = tmp_path_factory.mktemp("qwengpu-cache")
+    shared = _shared_cache(tmp_path_factory)
+    path = tmp_path_factory.mktemp("qwengpu-cache") if shared is None else shared
+    path.mkdir(parents=True, exist_ok=True)
     os.environ["QWENGPU_CACHE"] = str(path)
     try:
         yield
     finally:
         os.environ.pop("QWENGPU_CACHE", None)
-        shutil.rmtree(path, ignore_errors=True)
+        if shared is None:  # the workers' shared cache: the controller removes it at the end
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

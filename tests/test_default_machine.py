@@ -220,3 +220,50 @@ def test_machine_info_and_cache_import_neither_torch_nor_transformers(tmp_path: 
         assert [(e["version"], e["shape_name"]) for e in out["entries"]] == [("aaaa", "test")]
     else:
         assert out["shape"] == "test" and out["units"]["fmulf"] is False  # the suite runs the test shape
+
+
+def test_two_processes_needing_one_entry_build_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_or_build`` in two threads at once on an empty cache (two launches started together,
+    the test session's two workers): one builds and saves the entry, holding its lock; the other
+    waits for the lock and loads what the first saved. Stand-ins replace the compile, the write and
+    the load (nothing here builds a machine)."""
+    import threading
+    import time
+
+    from qwengpu.model import machine_checkpoint as mc
+
+    builds, loads = [], []
+
+    def build(config, shape, progress=None):
+        builds.append(threading.get_ident())
+        time.sleep(0.5)  # the other thread reaches the lock meanwhile
+        return type("C", (), {"io": "io"})(), "model"
+
+    def write(model, compiled, out, meta, overwrite):
+        out.mkdir(parents=True)
+        (out / mc.MACHINE_SIDECAR).write_text("{}")
+        return out
+
+    def load(entry, version):
+        loads.append(threading.get_ident())
+        return "io", "loaded"
+
+    monkeypatch.setattr(mc, "_build", build)
+    monkeypatch.setattr(mc, "_write", write)
+    monkeypatch.setattr(mc, "load_checkpoint", load)
+    monkeypatch.setattr(mc, "compiler_version", lambda config=None, shape=None: "v-test")
+    monkeypatch.setattr(mc, "prune", lambda *a, **k: None)
+    monkeypatch.setattr(mc, "_meta", lambda *a: {})
+    out: list = []
+    def need() -> None:
+        out.append(mc.load_or_build("cfg", "shape", cache_dir=tmp_path))
+
+    threads = [threading.Thread(target=need) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and len(loads) == 1 and builds != loads
+    assert sorted(out) == [("io", "loaded"), ("io", "model")]

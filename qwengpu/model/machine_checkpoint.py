@@ -33,7 +33,8 @@ import struct
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -572,17 +573,47 @@ def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: 
             reason = " ".join(str(e).split())  # one line, whatever the loader said
             print(f"warning: machine cache entry unusable, rebuilding: {reason}", file=sys.stderr)
             shutil.rmtree(entry, ignore_errors=True)
-    t0 = time.perf_counter()
-    compiled, model = _build(config, shape, progress)
-    seconds = time.perf_counter() - t0
-    try:
-        if not entry.exists():  # another process may have saved it meanwhile
-            _note(progress, f"saving the machine to {entry}")
-            _write(model, compiled, entry, _meta(version, config, shape, seconds), overwrite=False)
-        prune(cache_dir, keep=KEEP_ENTRIES, protect=version)
-    except (OSError, CheckpointError) as e:
-        print(f"warning: could not save the machine to the cache ({e})", file=sys.stderr)
+    with entry_lock(entry):
+        if entry.exists():  # another process built it while this one waited for the lock
+            try:
+                _note(progress, f"loading the machine from {entry}")
+                return load_checkpoint(entry, version)
+            except (CheckpointError, OSError):
+                shutil.rmtree(entry, ignore_errors=True)
+        t0 = time.perf_counter()
+        compiled, model = _build(config, shape, progress)
+        seconds = time.perf_counter() - t0
+        try:
+            if not entry.exists():
+                _note(progress, f"saving the machine to {entry}")
+                _write(model, compiled, entry, _meta(version, config, shape, seconds), overwrite=False)
+            prune(cache_dir, keep=KEEP_ENTRIES, protect=version)
+        except (OSError, CheckpointError) as e:
+            print(f"warning: could not save the machine to the cache ({e})", file=sys.stderr)
     return compiled.io, model
+
+
+@contextmanager
+def entry_lock(entry: Path) -> Iterator[None]:
+    """Held while a process builds cache entry ``entry``: a second process that needs the same
+    entry (two launches started together, the test session's two workers) waits for the first's
+    build and loads it instead of compiling the machine again beside it. A cache folder where no
+    lock file can be made (read-only) is built without one: ``_publish``'s rename keeps the entry
+    whole either way."""
+    from filelock import FileLock, Timeout
+
+    lock = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(entry.parent / f".{entry.name}.lock"), timeout=3600)
+        lock.acquire()
+    except (OSError, Timeout):
+        lock = None
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def _size(path: Path) -> int:

@@ -236,42 +236,52 @@ def machine_entry(mcfg, progress: Progress = None) -> Path:
     damaged one is refused, :class:`~qwengpu.model.machine_checkpoint.MachineCacheError`, naming
     the tensor and the remedy)."""
     from qwengpu.model.machine_checkpoint import (
-        KEEP_ENTRIES,
         MACHINE_SIDECAR,
         cache_root,
         check_entry,
         compiler_version,
-        prune,
-        stream_checkpoint,
+        entry_lock,
     )
 
     version = compiler_version(mcfg)
     entry = cache_root() / version
-    ok = (entry / MACHINE_SIDECAR).is_file() and (entry / "qwengpu_circuit.json").is_file()
-    if ok:
+
+    def whole() -> bool:
+        if not ((entry / MACHINE_SIDECAR).is_file() and (entry / "qwengpu_circuit.json").is_file()):
+            return False
         try:
             rec = json.loads((entry / "qwengpu_circuit.json").read_text())
             for fn in rec.get("files", {}):
                 read_header(entry / fn)
         except (MountError, ValueError, OSError):
-            ok = False
-    if not ok:
-        from qwengpu.compiler import FitError
+            return False
+        return True
 
-        _note(progress, "building the machine for the base's layer shape (cached afterwards)")
-        try:  # streamed one layer at a time: the 2B-shape machine alone is ~9 GB in float32
-            stream_checkpoint(entry, mcfg, overwrite=True, progress=progress)
-            prune(keep=KEEP_ENTRIES, protect=version)
-        except FitError as e:
-            from qwengpu.model.configs import test_config
-
-            tc = test_config()
-            diff = ", ".join(f"{k} = {getattr(mcfg, k)!r}" for k in LAYER_FIELDS
-                             if getattr(mcfg, k) != getattr(tc, k))
-            raise MountError(f"config.json: the layer shape ({diff or 'as given'}) cannot host the machine: "
-                             f"{' '.join(str(e).split())}") from None
+    if not whole():
+        with entry_lock(entry):  # another process may be building it: wait, then look again
+            if not whole():
+                _build_entry(entry, mcfg, version, progress)
     check_entry(entry, progress)  # a fresh build too: its bytes are what its record says
     return entry
+
+
+def _build_entry(entry: Path, mcfg, version: str, progress: Progress) -> None:
+    """``machine_entry``'s build: the machine streamed into the cache folder ``entry``."""
+    from qwengpu.compiler import FitError
+    from qwengpu.model.machine_checkpoint import KEEP_ENTRIES, prune, stream_checkpoint
+
+    _note(progress, "building the machine for the base's layer shape (cached afterwards)")
+    try:  # streamed one layer at a time: the 2B-shape machine alone is ~9 GB in float32
+        stream_checkpoint(entry, mcfg, overwrite=True, progress=progress)
+        prune(keep=KEEP_ENTRIES, protect=version)
+    except FitError as e:
+        from qwengpu.model.configs import test_config
+
+        tc = test_config()
+        diff = ", ".join(f"{k} = {getattr(mcfg, k)!r}" for k in LAYER_FIELDS
+                         if getattr(mcfg, k) != getattr(tc, k))
+        raise MountError(f"config.json: the layer shape ({diff or 'as given'}) cannot host the machine: "
+                         f"{' '.join(str(e).split())}") from None
 
 
 @dataclass
