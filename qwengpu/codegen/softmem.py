@@ -538,7 +538,7 @@ def _warp_groups(s: Seq) -> int:
     """Lane groups of the loop copies ``_lane_loop`` emits: the groups of the launch's warps (one
     without a memory plan, or with ``Options.group_loops`` off)."""
     plan = _plan(s.fr)
-    if plan is None or not getattr(s.fr.opts, "group_loops", False):
+    if plan is None or not s.fr.opts.group_loops:
         return 1
     return -(-min(WARP, plan.threads) // 4)
 

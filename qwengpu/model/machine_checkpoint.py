@@ -563,23 +563,12 @@ def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: 
     shape = shape if shape is not None else shape_for(config)
     version = compiler_version(config, shape)
     entry = cache_root(cache_dir) / version
-    if entry.exists():
-        try:
-            _note(progress, f"loading the machine from {entry}")
-            io, model = load_checkpoint(entry, version)
-            os.utime(entry / MACHINE_SIDECAR)  # most recently used: kept longest
-            return io, model
-        except (CheckpointError, OSError) as e:
-            reason = " ".join(str(e).split())  # one line, whatever the loader said
-            print(f"warning: machine cache entry unusable, rebuilding: {reason}", file=sys.stderr)
-            shutil.rmtree(entry, ignore_errors=True)
+    if (cached := _load_cached(entry, version, progress)) is not None:
+        return cached
     with entry_lock(entry):
-        if entry.exists():  # another process built it while this one waited for the lock
-            try:
-                _note(progress, f"loading the machine from {entry}")
-                return load_checkpoint(entry, version)
-            except (CheckpointError, OSError):
-                shutil.rmtree(entry, ignore_errors=True)
+        # another process may have built it while this one waited for the lock
+        if (cached := _load_cached(entry, version, progress)) is not None:
+            return cached
         t0 = time.perf_counter()
         compiled, model = _build(config, shape, progress)
         seconds = time.perf_counter() - t0
@@ -591,6 +580,23 @@ def load_or_build(config=None, shape: MachineShape | None = None, *, cache_dir: 
         except (OSError, CheckpointError) as e:
             print(f"warning: could not save the machine to the cache ({e})", file=sys.stderr)
     return compiled.io, model
+
+
+def _load_cached(entry: Path, version: str, progress: Progress):
+    """``load_or_build``'s read of an existing entry: ``(CircuitIO, model)``, or None when there is
+    none or it is unusable (then removed, with one warning line: it is rebuilt)."""
+    if not entry.exists():
+        return None
+    try:
+        _note(progress, f"loading the machine from {entry}")
+        io, model = load_checkpoint(entry, version)
+        os.utime(entry / MACHINE_SIDECAR)  # most recently used: kept longest
+        return io, model
+    except (CheckpointError, OSError) as e:
+        reason = " ".join(str(e).split())  # one line, whatever the loader said
+        print(f"warning: machine cache entry unusable, rebuilding: {reason}", file=sys.stderr)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
 
 
 @contextmanager
