@@ -108,6 +108,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from qwengpu.codegen.soft import Options, run_for_weights
+    from qwengpu.codegen.softcore import unit_options
     from qwengpu.errors import QwenGPUError
     from qwengpu.model.configs import machine_2b_config
     from qwengpu.runner import corpus, run_kernel
@@ -184,7 +185,7 @@ def main() -> None:
             continue
         row.update(instructions=len(prog.code), prompt_tokens=len(prompt))
         try:
-            opts = Options(native_mul=mshape.multiplier, native_fadd=mshape.fadd, native_fmulf=mshape.fmulf)
+            opts = Options(**unit_options(mshape))
             sim = run_for_weights(cu, spec, options=opts)
         except QwenGPUError:  # lowered without the multiplier (softmem.lower_for_weights): its count
             sim = run_for_weights(cu, spec)

@@ -238,7 +238,7 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
             res = run_machine_sim(cu, spec)
         else:
             res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul,
-                                                                  native_fmulf=native_mul))
+                                                        native_fmulf=native_mul, lane_rows=native_mul))
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
     if program is not None:

@@ -206,6 +206,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     engines."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.codegen.soft import ROM_BUDGET, Options
+    from qwengpu.codegen.softcore import unit_options
     from qwengpu.codegen.softmem import buffers_end, lower_for_weights, read_only_end
     from qwengpu.isa.sim import check_program_limits
     from qwengpu.ptx.inline import inline_calls
@@ -216,7 +217,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         from qwengpu.machine.shape import MachineShape
 
         shape = MachineShape()
-    opts = {"native_mul": shape.multiplier, "native_fadd": shape.fadd, "native_fmulf": shape.fmulf}
+    opts = unit_options(shape)
     grid, block = tuple(spec.grid), tuple(spec.block)
     def refusal(high: list[str]) -> str | None:
         # (threads per block and blocks: plan_memory, in lower_for_weights, checks them with the

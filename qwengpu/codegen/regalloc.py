@@ -183,14 +183,31 @@ def use_def(ins: MInstr, cls: type) -> tuple[set[int], set[int], set[int]]:
     defs = set(_regs(ins.d, cls))
     if ins.op == "call":
         return uses, defs, defs  # the link: lanes that do not call never read their old one
-    kills = set() if ins.guard is not None else defs
-    if ins.guard is not None:
-        uses |= defs  # a predicated write keeps the other lanes' value: the old value flows through
-    return uses, kills, defs
+    if not _partial(ins):
+        return uses, defs, defs
+    # a predicated (or one-lane) write keeps the other lanes' value: the old value flows through
+    return uses | defs, set(), defs
 
 
-def _same_guard(a: P | None, b: P | None) -> bool:
-    return a is not None and b is not None and a.n == b.n and a.neg == b.neg
+def _partial(ins: MInstr) -> bool:
+    """Whether ``ins`` writes only some lanes: a guard, or a one-lane row (``lane``)."""
+    return ins.guard is not None or ins.mod("lane") is not None
+
+
+def _lane_of(ins: MInstr) -> dict:
+    """``{"lane": k}`` of a one-lane row (for the code that stands in for it), else ``{}``."""
+    k = ins.mod("lane")
+    return {} if k is None else {"lane": k}
+
+
+def _same_guard(a: MInstr, b: MInstr) -> bool:
+    """Whether ``b`` runs in exactly the lanes ``a`` writes: the same guard (predicate and sense; a
+    one-lane row's guard may be none) and the same lane."""
+    ga, gb = a.guard, b.guard
+    if ga is None and gb is None:
+        return a.mod("lane") is not None and a.mod("lane") == b.mod("lane")
+    return (ga is not None and gb is not None and ga.n == gb.n and ga.neg == gb.neg
+            and a.mod("lane") == b.mod("lane"))
 
 
 def _guarded_scans(code: list[MInstr], cls: type) -> dict[tuple[int, int], int]:
@@ -214,25 +231,26 @@ def _guarded_scans(code: list[MInstr], cls: type) -> dict[tuple[int, int], int]:
     out: dict[tuple[int, int], int] = {}
     for pc, ins in enumerate(code):
         g = ins.guard
-        if g is None or g.n == PT or ins.op == "call" or ins.op in CROSS_LANE:
+        if not _partial(ins) or g is not None and g.n == PT or ins.op == "call" or ins.op in CROSS_LANE:
             continue
         for d in _regs(ins.d, cls):
-            if d in cross or (cls is P and d == g.n):
+            if d in cross or (cls is P and g is not None and d == g.n):
                 continue
             end: int | None = pc if ins.op in stops or pc + 1 in leaders or pc + 1 >= n else None
             q = pc + 1
             while end is None:
                 x = code[q]
                 reads = d in _regs(x.s, cls) or (cls is P and x.guard is not None and x.guard.n == d)
-                if reads and not _same_guard(x.guard, g) or x.op == "call":
+                if reads and not _same_guard(ins, x) or x.op == "call":
                     break
                 if d in _regs(x.d, cls):
-                    if x.guard is None:
+                    if not _partial(x):
                         end = -1
                         break
-                    if not _same_guard(x.guard, g):
+                    if not _same_guard(ins, x):
                         break
-                if g.n in _regs(x.d, P) or x.op in stops or q + 1 in leaders or q + 1 >= n:
+                rewrites_g = g is not None and g.n in _regs(x.d, P)
+                if rewrites_g or x.op in stops or q + 1 in leaders or q + 1 >= n:
                     end = q
                     break
                 q += 1
@@ -575,7 +593,7 @@ def _zero_init(prog: Program) -> Program:
 def _remat_def(ins: MInstr) -> bool:
     """A definition that can be recomputed anywhere: an immediate, a constant-bank word, a
     special register (per-thread constants)."""
-    if ins.guard is not None:
+    if _partial(ins):
         return False
     if ins.op == "mov" and isinstance(ins.s[0], Imm):
         return True
@@ -604,7 +622,7 @@ def _split(prog: Program, v: int, remat: MInstr | None) -> Program:
     items: list[tuple[int, MInstr]] = []
     for pc, ins in enumerate(prog.code):
         uses = any(isinstance(x, R) and x.n == v for x in ins.s) or (
-            ins.guard is not None and any(isinstance(x, R) and x.n == v for x in ins.d)
+            _partial(ins) and any(isinstance(x, R) and x.n == v for x in ins.d)
         )
         defs = any(isinstance(x, R) and x.n == v for x in ins.d)
         if remat is not None and defs:
@@ -628,8 +646,8 @@ def _split(prog: Program, v: int, remat: MInstr | None) -> Program:
                         ),
                     )
                 )
-            cur = _rename(cur, v, t, True, ins.guard is not None)
-            if defs and ins.guard is not None:
+            cur = _rename(cur, v, t, True, _partial(ins))
+            if defs and _partial(ins):
                 items.append((pc, cur))
                 items.append(
                     (
@@ -638,7 +656,7 @@ def _split(prog: Program, v: int, remat: MInstr | None) -> Program:
                             "st",
                             (),
                             (Imm(0), R(t)),
-                            {"space": "spill", "size": 4, "off": 4 * slot},
+                            {"space": "spill", "size": 4, "off": 4 * slot, **_lane_of(ins)},
                             ins.guard,
                             ptx=ins.ptx,
                         ),
@@ -701,7 +719,8 @@ def _split_pred(prog: Program, v: int) -> Program:
             np_ += 1
             cur = replace(cur, d=tuple(ren(x, v, t) for x in cur.d), m=dict(cur.m))
             items.append((pc, cur))
-            items.append((AFTER, MInstr("sel", (R(r),), (Imm(1), Imm(0), P(t)), {}, cur.guard, ptx=ins.ptx)))
+            items.append((AFTER, MInstr("sel", (R(r),), (Imm(1), Imm(0), P(t)), _lane_of(cur), cur.guard,
+                                        ptx=ins.ptx)))
             continue
         items.append((pc, cur))
     out = rebuild(prog, items)

@@ -247,6 +247,17 @@ class Options:
     #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
     #: fit the ROM with them
     group_loops: bool = True
+    #: the machine runs one-lane rows of any op but a branch (``MachineShape.lane_rows``): within
+    #: a lane group's copy of a lane loop, each lane's turn is its own rows, without the loop's
+    #: predicate, count and branch (``softmem._lane_turns``)
+    lane_rows: bool = False
+
+
+def unit_options(shape: object) -> dict[str, bool]:
+    """The ``Options`` fields a machine shape (``machine.shape.MachineShape``) decides: its units
+    and its one-lane rows (every lowering for a machine passes them)."""
+    return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
+            "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows)}  # type: ignore[attr-defined]
 
 
 class Fresh:

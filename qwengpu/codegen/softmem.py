@@ -110,11 +110,11 @@ from pathlib import Path
 # softfloat/softfloat64: imported for their registration (the launch pipeline below expands floats too)
 from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
 from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
-from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, expander
+from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, _expand_one, expander
 from qwengpu.codegen.turns import STEP, Turns, first4, logical4, turns_pass
 from qwengpu.codegen.turns import split as split_turns
 from qwengpu.errors import MachineLimitError
-from qwengpu.isa.instr import FALSE, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.isa.instr import FALSE, LANE_OPS, PT, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, shared_words_for
 from qwengpu.isa.program import Program, local_words_used
 from qwengpu.simt.memory import GLOBAL_BASE
@@ -513,25 +513,84 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
     later copy's, so the lanes still take their turns in lane order, but group g no longer passes
     through the 4g iterations of the lanes before it (each of its passes a PASS, a predicate and a
     count token): a full warp's loop is 8 x 4 iterations instead of 4 + 8 + ... + 32 = 144, for
-    7 x 8 more ROM rows (each copy's iteration is ``body`` and 4 rows)."""
-    lane = s.op("s2r", sr="laneid")
+    7 x 8 more ROM rows (each copy's iteration is ``body`` and 4 rows).
+
+    On a machine with one-lane rows (``Options.lane_rows``) a copy, which only its group runs,
+    is no loop at all: four turns, lane 0's rows to lane 3's (``_lane_turn``)."""
     ngroups = _warp_groups(s)
+    rows = s.fr.opts.lane_rows and _plan(s.fr) is not None and s.fr.opts.group_loops
+    lane_reg: list[R] = []
+
+    def lane() -> R:
+        if not lane_reg:
+            lane_reg.append(s.op("s2r", sr="laneid"))
+        return lane_reg[0]
+
+    if not rows or ngroups > 1:
+        lane()
     end = s.label()
     for g in range(ngroups):
         later = s.label() if g < ngroups - 1 else None
         if later is not None:
-            s.bra(later, s.setp("ge", lane, Imm(4 * (g + 1))))
-        k = s.op("mov", Imm(4 * g))
-        top = s.label()
-        s.place(top)
-        p = s.setp("eq", lane, k)
-        body(p)
-        s.into(k, "add", k, Imm(1))
-        s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
+            s.bra(later, s.setp("ge", lane(), Imm(4 * (g + 1))))
+        if rows:
+            for j in range(4):
+                _lane_turn(s, body, j, 4 * g + j, lane)
+        else:
+            k = s.op("mov", Imm(4 * g))
+            top = s.label()
+            s.place(top)
+            p = s.setp("eq", lane(), k)
+            body(p)
+            s.into(k, "add", k, Imm(1))
+            s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
         if later is not None:
             s.bra(end)
             s.place(later)
     s.place(end)
+
+
+def _lane_turn(s: Seq, body: Callable[[P], None], j: int, k: int, lane: Callable[[], R]) -> None:
+    """Lane j's turn in a lane group's copy of a lane loop, as one-lane rows: ``body`` under a
+    placeholder predicate, expanded to the weights' ops, then each row made a ``lane`` j row (its
+    guard, or an ``and`` with the placeholder in a ``setp``, dropped). A body's rows are all that
+    lane's work (an unguarded one computes a temporary of the turn: in the loop every waiting lane
+    ran it, for nothing), so only lane j runs them: no predicate, count or branch per lane, and a
+    temporary's result is one lane's tokens, not four. A turn the rows cannot express (a branch or
+    call in the expansion, another guard, the placeholder read otherwise) keeps its predicate,
+    computed before the expanded rows: ``laneid == k`` (k = 4g + j)."""
+    start = len(s.code)
+    p = s.fr.p()
+    body(p)
+    code = [y for x in s.code[start:] for y in ([x] if x.op == "@label" else _expand_one(x, s.fr, 1))]
+    del s.code[start:]
+    rows = _as_lane_rows(code, p, j)
+    if rows is None:
+        s.setp_into(p, "eq", lane(), Imm(k))
+        s.code += code
+        return
+    s.code += rows
+
+
+def _as_lane_rows(code: list[MInstr], p: P, j: int) -> list[MInstr] | None:
+    """``code`` (a lane's turn under predicate ``p``) as lane j rows, or None where it cannot be."""
+    out = []
+    for y in code:
+        if y.op not in LANE_OPS:  # labels, branches, calls, anything the weights' rows do not run
+            return None
+        m, srcs, g = dict(y.m), y.s, y.guard
+        if g is not None:
+            if g != p:
+                return None
+            g = None
+        if y.op == "setp" and m.get("bop") == "and" and len(srcs) == 3 and srcs[2] == p:
+            del m["bop"]
+            srcs = srcs[:2]
+        if any(isinstance(x, P) and x.n == p.n for x in (*srcs, *y.d)):
+            return None
+        m["lane"] = j
+        out.append(replace(y, s=srcs, m=m, guard=g))
+    return out
 
 
 def _warp_groups(s: Seq) -> int:

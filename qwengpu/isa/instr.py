@@ -26,7 +26,7 @@ See ``qwengpu/codegen/DESIGN.md`` for the op table with the datapath requirement
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 PT = -1  # index of the constant-true predicate (encoded as predicate field 7 with the "true" bit)
@@ -265,6 +265,16 @@ _SPECS = [
         "both normal with exponent fields summing to 174..377)",
     ),
 ]
+#: ops a ROM row may run in ONE lane of its lane group, the ``lane`` modifier (0-3): the lanes at
+#: another position keep their registers and emit nothing, as under a false guard (the weights:
+#: ``circuit.one_lane_guard``). Every op the weights run that is not a branch; the lowering's lane
+#: loops (``codegen.softmem._lane_turns``) take a lane's turn in such rows instead of a predicate
+#: the loop computes. ``fmulf`` always names its lane (its own rule in the weights)
+LANE_OPS = frozenset({
+    "mov", "add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz", "brev",
+    "sel", "setp", "addw", "subw", "mulw", "s2r", "mul", "ld", "st", "fadd", "fsub", "frange",
+})
+_SPECS = [replace(s, mods=(*s.mods, "lane")) if s.name in LANE_OPS else s for s in _SPECS]
 SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
 OPCODES: dict[str, int] = {s.name: i for i, s in enumerate(_SPECS)}
 

@@ -126,6 +126,20 @@ def _machine_special(name: str) -> bool:
     return base in MACHINE_SPECIALS or base.startswith("lanemask_")
 
 
+def _one_lane(f: Callable, k: int) -> Callable:
+    """A one-lane row (``lane`` k): only the threads at position k of their lane group run it, the
+    others see a guarded-off row (the weights: ``circuit.one_lane_guard``)."""
+    mine = (np.arange(WARP) % 4) == k
+
+    def one_lane(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
+        mm = mine if m is None else (m & mine)
+        if not mm.any():
+            return (NEXT, 0)
+        return f(w, mm)
+
+    return one_lane
+
+
 class MachineSim(core.SimtCore):
     """Runs one machine program. Build once, launch many times.
 
@@ -374,6 +388,9 @@ class MachineSim(core.SimtCore):
         if builder is None:
             raise PTXError(f"machine op {ins.op!r} has no simulator")
         f = builder(ins, pc)
+        k = ins.mod("lane")
+        if k is not None:
+            f = _one_lane(f, k)
         if ins.op in ("bra", "call", "ret") or ins.guard is None:
             return f
         g = self._psrc(ins.guard)
@@ -662,19 +679,7 @@ class MachineSim(core.SimtCore):
             return fn(as_lanes(np.asarray(a, dtype=np.uint32)),
                       as_lanes(np.asarray(b, dtype=np.uint32)))
 
-        f = self._alu(ins, prod)
-        k = ins.mod("lane")
-        if k is None:
-            return f
-        mine = (np.arange(WARP) % 4) == k
-
-        def one_lane(w: Warp, m: np.ndarray | None) -> tuple[int, int]:
-            mm = mine if m is None else (m & mine)
-            if not mm.any():
-                return (NEXT, 0)
-            return f(w, mm)
-
-        return one_lane
+        return self._alu(ins, prod)  # its lane: ``_build``, as for every one-lane row
 
     def _op_frange(self, ins: MInstr, pc: int) -> Callable:
         a, b = self._src(ins.s[0]), self._src(ins.s[1])

@@ -101,6 +101,10 @@ ROM_OPS = (
     "frange",
 )
 OP = {n: i for i, n in enumerate(ROM_OPS)}
+#: a one-lane row (``MachineShape.lane_rows``): the ROM row's guard fields say "no guard, negated"
+#: (``gen`` 0, ``gneg`` 1, a combination an unguarded row never has) and ``gidx`` bits 0-1 name the
+#: lane; the other lanes see a guarded-off row (``register_file``). Such a row has no predicate guard
+LANE_ROW = {"gen": 0, "gneg": 1}
 REG_RESULT_OPS = 19  # ops 0..18 write a register (call: the link, pc + 1), and fadd, fmulf
 REG_RESULT_EXTRA = ("fadd", "fmulf")
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -122,7 +126,7 @@ ROM_FIELDS = (
     ("cidx", 3),
     ("cneg", 1),
     ("cpt", 1),
-    ("gen", 1),
+    ("gen", 1),  # with gen 0, gneg 1 and gidx the lane: a one-lane row (``LANE_ROW``)
     ("gneg", 1),
     ("gidx", 3),
     ("cmp", 3),
@@ -521,7 +525,12 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
             pr.write(prow, d[lane : lane + 1], pen)
             pv.append(pr.read(c.concat(pidx, cg))[0])
         g, cp = pv
-        G.append(c.lut([f["gen"][0], f["gneg"][0], g], lambda en, ng, v: int((not en) or (v ^ ng))))
+        if shape.lane_rows:  # gen 0, gneg 1: a one-lane row, the lane in gidx bits 0-1 (``LANE_ROW``)
+            G.append(c.lut([f["gen"][0], f["gneg"][0], g, *f["gidx"].bits[:2]],
+                           lambda en, ng, v, k0, k1, ln=lane: int(
+                               v ^ ng if en else (not ng) or k0 + 2 * k1 == ln)))
+        else:
+            G.append(c.lut([f["gen"][0], f["gneg"][0], g], lambda en, ng, v: int((not en) or (v ^ ng))))
         CV.append(c.lut([f["cpt"][0], f["cneg"][0], cp], lambda pt, ng, v: int((not ng) if pt else (v ^ ng))))
         zero = c.const(0, 32)
         specials = [

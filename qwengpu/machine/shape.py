@@ -44,6 +44,10 @@ class MachineShape:
     #: product is normal), one lane per row (``float_multiplier``); it needs the residual of a
     #: machine wider than 2,048 (``bench/late_units.py``: it fits at 3,072, 43 layers)
     fmulf: bool = False
+    #: one-lane rows of any op but a branch (``target`` bit 2 set: ``circuit.one_lane_guard``), so
+    #: the lowering's lane loops (atomics, sub-word stores) take each lane's turn without a
+    #: predicate, a count or a branch of their own (``codegen.softmem._lane_turns``)
+    lane_rows: bool = False
 
 
 #: the fields of ``MachineShape`` that name units beside the integer datapath (``machine info``)

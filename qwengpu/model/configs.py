@@ -63,9 +63,9 @@ def shape_of(hidden: int, intermediate: int) -> MachineShape:
     multiplier at a width of MACHINE_WIDTH_2B or more."""
     if intermediate >= MULTIPLIER_MIN_INTERMEDIATE:
         return MachineShape(multiplier=True, fadd=True, ro_words=RO_WORDS_2B,
-                            fmulf=hidden >= MACHINE_WIDTH_2B)
+                            fmulf=hidden >= MACHINE_WIDTH_2B, lane_rows=True)
     return MachineShape(rom_rows=SMALL_ROM_ROWS, gmem_words=SMALL_GMEM_WORDS,
-                        gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False)
+                        gmem_bank_rows=SMALL_GMEM_BANK_ROWS, gmem_late=False, lane_rows=True)
 
 
 def read_only_test_shape() -> MachineShape:

@@ -21,7 +21,7 @@ from qwengpu.errors import ExecutionError, MachineLimitError
 from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
 from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
-from qwengpu.machine.circuit import CMPS, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
+from qwengpu.machine.circuit import CMPS, LANE_ROW, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
 from qwengpu.model.configs import DEFAULT_SHAPE, shape_for, test_config  # noqa: F401 - re-exported
 from qwengpu.simt.core import TRAP_MESSAGE
 from qwengpu.simt.memory import GLOBAL_BASE, place_module_globals
@@ -275,12 +275,24 @@ def encode_program(
             reg_or_imm(srcs[0], "a")
         else:
             raise _refuse(ins, f"op {op}")
+        if ins.mod("lane") is not None and op != "fmulf":
+            f.update(_lane_row(ins, shape))
         if ins.d:
             dd = ins.d[0]
             f["dst"] = dd.n
             f["nowb"] = int(dead[pc])
         rows.append(pack_row(f))
     return rows
+
+
+def _lane_row(ins: MInstr, shape: MachineShape) -> dict[str, int]:
+    """The ROM fields of a one-lane row (``circuit.register_file``: the lane in the guard's fields,
+    ``LANE_ROW``), or the refusal of what the machine cannot run."""
+    if not shape.lane_rows:
+        raise _refuse(ins, "this machine shape has no one-lane rows (MachineShape.lane_rows)")
+    if ins.guard is not None or ins.op in ("bra", "call", "ret"):
+        raise _refuse(ins, "a one-lane row carries no guard and is no branch")
+    return {**LANE_ROW, "gidx": int(ins.mod("lane"))}
 
 
 def _pred_c(f: dict[str, int], p) -> None:
@@ -334,6 +346,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
     # the program then runs as the 1-D launch of linear thread/block indices the circuit runs
     grid, block = tuple(spec.grid), tuple(spec.block)
     from qwengpu.codegen.soft import ROM_BUDGET, Options
+    from qwengpu.codegen.softcore import unit_options
 
     def placed(high: list[str]):
         # the words the launch's buffers and module variables take: spill slots get what is left
@@ -348,9 +361,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
             prog, mem = lower_for_weights(
                 lowered, grid, block, spec.shared_bytes,
-                options=Options(budget=budget, native_mul=shape.multiplier, native_fadd=shape.fadd,
-                                native_fmulf=shape.fmulf,
-                                param_words=sized.param_words),
+                options=Options(budget=budget, **unit_options(shape), param_words=sized.param_words),
                 gmem_words=shape.gmem_words, arena_words=arena_words,
             )
             if len(prog.code) <= shape.rom_rows:

@@ -217,10 +217,12 @@ ATOMICS = {  # name: (CUDA expression, python new value f(old, v), initial cell)
 }
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["loop", "lane-rows"])
 @pytest.mark.parametrize("op", sorted(ATOMICS))
-def test_atomic_all_lanes_one_address(tmp_path: Path, op: str) -> None:
+def test_atomic_all_lanes_one_address(tmp_path: Path, op: str, rows: bool) -> None:
     """Every thread of 2 blocks x 2 warps hits one word: each gets its own old value, in the
-    interpreter's order (block, warp, lane)."""
+    interpreter's order (block, warp, lane); with the lane loop, and with each lane's turn as
+    one-lane rows (``Options.lane_rows``)."""
     expr, f, init = ATOMICS[op]
     src = f"""
 extern "C" __global__ void atom1(unsigned* cell, unsigned* olds, const unsigned* vals)
@@ -247,7 +249,7 @@ extern "C" __global__ void atom1(unsigned* cell, unsigned* olds, const unsigned*
         ],
         "outputs": ["cell", "olds"],
     }
-    out = both(tmp_path, src, spec)
+    out = both(tmp_path, src, spec, options=soft.Options(lane_rows=rows))
     cell, olds = init, []
     for v in vals:
         olds.append(cell)
@@ -444,10 +446,12 @@ extern "C" __global__ void shatom(unsigned* out)
 # ---------------------------------------------------------------------------------------------
 # (b) sub-word stores
 # ---------------------------------------------------------------------------------------------
-def test_byte_and_short_stores_share_words(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rows", [False, True], ids=["loop", "lane-rows"])
+def test_byte_and_short_stores_share_words(tmp_path: Path, rows: bool) -> None:
     """Lanes writing different bytes of one word keep each other's bytes (global and shared);
     many lanes writing one byte: the last lane in the interpreter's order wins; shared bytes not
-    written in a block are 0 (not the previous block's)."""
+    written in a block are 0 (not the previous block's). With the lane loop and with one-lane
+    rows (``Options.lane_rows``)."""
     src = """
 extern "C" __global__ void bytes(unsigned char* p, unsigned short* q, unsigned char* same,
                                  unsigned* shb, unsigned* shs)
@@ -479,7 +483,7 @@ extern "C" __global__ void bytes(unsigned char* p, unsigned short* q, unsigned c
         ],
         "outputs": ["p", "q", "same", "shb", "shs"],
     }
-    out = both(tmp_path, src, spec)
+    out = both(tmp_path, src, spec, options=soft.Options(lane_rows=rows))
     assert out["p"].tolist() == [(t * 37 + 5) & 0xFF for t in range(128)]
     assert out["q"].tolist() == [(t * 4099 + 1) & 0xFFFF for t in range(128)]
     assert out["same"].tolist() == [127, 128]

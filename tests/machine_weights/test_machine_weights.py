@@ -20,7 +20,14 @@ from qwengpu.codegen.soft import run_for_weights
 from qwengpu.errors import MachineLimitError
 from qwengpu.machine import protocol as P
 from qwengpu.runner import run_kernel
-from qwengpu.runtime.engine import machine_config, machine_model, prepare, run_machine, trace_counts
+from qwengpu.runtime.engine import (
+    machine_config,
+    machine_model,
+    prepare,
+    run_machine,
+    shape_for,
+    trace_counts,
+)
 
 K = Path(__file__).parent / "kernels"
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,6 +227,24 @@ def test_sticky_mask_one_mask_token_per_change(machine):
     got = Counter(m.group(1) for x in lines if (m := re.search(r" mask (\d{4}) ", x)))
     del got["1111"]
     assert got == want and got["0111"] > 20
+
+
+def test_lane_rows_take_the_atomics_turns(machine, monkeypatch):
+    """One-lane rows (issue 26): the integer dot's ``atomicAdd`` takes each lane's turn in a load,
+    an add and a store that run in that lane only (the row's guard fields name it: gen 0, gneg 1,
+    gidx the lane); the model writes [1, 2, 3] . [4, 5, 6] = 32. Negative control: the same rows
+    encoded without their lane (every lane runs every turn, so the four lanes load one old value)
+    no longer give 32."""
+    from qwengpu.runtime import engine
+
+    cu = ROOT / "bench" / "kernels" / "dot_int.cu"
+    prog = prepare(cu, None, shape_for(machine_config()))[1]
+    assert [x.op for x in prog.code if x.mod("lane") is not None] == ["ld", "add", "st"] * 4
+    run = run_machine(cu, model=machine[1])
+    assert run.passed and run.outputs["out"].tolist() == [32]
+    monkeypatch.setattr(engine, "LANE_ROW", {"gen": 0, "gneg": 0})
+    bad = run_machine(cu, model=machine[1])
+    assert bad.outputs["out"].tolist() != [32]
 
 
 def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
