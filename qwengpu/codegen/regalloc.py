@@ -439,10 +439,10 @@ def _interference(code: list[MInstr], cls: type, nvirt: int, pinned: set[int]) -
         skip = -1
         if cls is R and ins.op == "mov" and isinstance(ins.s[0], R) and ins.guard is None:
             skip = ins.s[0].n
-            moves.append((ins.d[0].n, skip))
+            moves.append((ins.d[0].n, skip, pc))
         if cls is P and _pred_copy(ins) is not None:
             skip = _pred_copy(ins).n  # type: ignore[union-attr]
-            moves.append((ins.d[0].n, skip))
+            moves.append((ins.d[0].n, skip, pc))
         live = _bits(out)
         for d in defs:
             for v in live:
@@ -460,7 +460,22 @@ def _interference(code: list[MInstr], cls: type, nvirt: int, pinned: set[int]) -
             if v != p:
                 adj[p].add(v)
                 adj[v].add(p)
-    return adj, moves
+    # the moves a branch jumps over to skip a call (a cold path's copies in and out of a shared
+    # routine, ``softfloat._or_slow_path``) are coalesced last: a hot path's move comes first
+    cold = _skipped_call_regions(code)
+    return adj, [m for _, m in sorted(enumerate(moves), key=lambda im: (im[1][2] in cold, im[0]))]
+
+
+def _skipped_call_regions(code: list[MInstr]) -> set[int]:
+    """The pcs strictly between a guarded forward branch and its target when a ``call`` lies
+    there: the path the branch skips (a slow path's routine call and its copies)."""
+    out: set[int] = set()
+    for pc, ins in enumerate(code):
+        t = ins.target
+        if ins.op == "bra" and ins.guard is not None and isinstance(t, int) and t > pc + 1:
+            if any(code[q].op == "call" for q in range(pc + 1, t)):
+                out.update(range(pc + 1, t))
+    return out
 
 
 def _pred_copy(ins: MInstr) -> P | None:
@@ -532,7 +547,7 @@ def _allocate_class(
         return x
 
     if coalesce != "none":
-        for d, s in moves:
+        for d, s, _ in moves:
             a, b = find(d), find(s)
             if a == b or b in adj[a] or a in pinned or b in pinned:
                 continue
@@ -548,7 +563,7 @@ def _allocate_class(
             adj[b] = set()
     nodes = sorted({find(v) for v in used})
     partners: dict[int, set[int]] = {}
-    for d, s in moves:
+    for d, s, _ in moves:
         a, b = find(d), find(s)
         if a != b and b not in adj[a]:
             partners.setdefault(a, set()).add(b)

@@ -724,8 +724,8 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
     if _on_the_adders(fr, ins, a, c) and _native_fmulf(fr):
         # the one-lane multiplier rounds the product of the range's factors itself (zeros included)
-        res = _or_slow_path(
-            b, _range_row(b, a, c, ftz), b.op("fmulf", a, c), f"fmul.slow[ftz={ftz}]", (a, c),
+        res = _slow_path_first(
+            b, _range_row(b, a, c, ftz), lambda: b.op("fmulf", a, c), f"fmul.slow[ftz={ftz}]", (a, c),
             lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat))
     elif _on_the_adders(fr, ins, a, c):
         ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
@@ -865,8 +865,6 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     Melquiond's algorithm (IEEE Trans. Computers 57(4), 2008): (uh, ul) = Fast2Sum(X, L) (|X| >
     |L|), (th, tl) = TwoSum(z, uh), v = tl + ul rounded to ODD (one row: the adder's ``odd`` mode),
     result = th + v rounded to nearest even. Negations ride on ``fsub`` rows (the adder's ``neg``)."""
-    if _native_fmulf(b.fr):
-        return _ffma_on_the_unit(b, a, c, z, ftz)
     ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
     x, lf = _product_pieces(b, s0, es, h, low)
     az = b.and_(z, Imm(ABS))
@@ -881,41 +879,75 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
 
 
-def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
+def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Callable[[], Val]]:
     """``_ffma_on_adders`` with the one-lane multiplier: X = fmulf(a, c) = RN(a·c) and L = the
     unit's error a·c - X, exact (``fp32.mul_fast_err``), so (X, L) is already Fast2Sum's pair and
     Boldo and Melquiond's sum starts at TwoSum(z, X). The range is one ``frange`` row; a zero
-    product (X = ±0) takes the signed-zero add ``X + z``, as before."""
+    product (X = ±0) takes the signed-zero add ``X + z`` (a guarded copy), which is TwoSum's
+    first row: on the fast path z is finite and X = ±0, so z + X rounds to the same word as X + z
+    (addition commutes), and under ``.ftz`` the flushed addend is what the ftz add would have
+    used, and ±0 + z has no subnormal result to flush. Returns (ok, the fast path: emits its rows
+    when called, after the slow path's call, ``_slow_path_first``)."""
     ok = _range_row(b, a, c, ftz)
     az = b.and_(z, Imm(ABS))
     ok = b.setp("lt", az, Imm(0x7E800000), bop="and", c=ok)
-    x = b.op("fmulf", a, c)
-    lf = b.op("fmulf", a, c, err=True)
-    zero = b.setp("eq", x, Imm(SIGN), bop="or", c=b.setp("eq", x, Imm(0)))
-    zsum = _fadd_row(b, x, z, ftz)  # a zero product: ±0 + z (the signed-zero rules of an add)
-    if ftz:  # a subnormal addend is a zero of its sign
-        z = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000)))
-    th, tl = _two_sum(b, z, x)
-    v = _fadd_row(b, tl, lf, odd=True)  # the adder's round-to-odd mode
-    return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
+
+    def fast() -> Val:
+        x = b.op("fmulf", a, c)
+        lf = b.op("fmulf", a, c, err=True)
+        zero = b.setp("eq", x, Imm(SIGN), bop="or", c=b.setp("eq", x, Imm(0)))
+        zz = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000))) if ftz else z  # .ftz: a
+        th, tl = _two_sum(b, zz, x)  # subnormal addend is a zero of its sign
+        v = _fadd_row(b, tl, lf, odd=True)  # the adder's round-to-odd mode
+        # a guarded copy, not a ``sel``: only the lanes of a zero product write a result (a ``sel``
+        # writes every lane's word, up to 12 result tokens a group)
+        return b.cond(zero, _fadd_row(b, th, v), "mov", th)
+
+    return ok, fast
 
 
 def _or_slow_path(b: _B, ok: P, fast: Val, name: str, args: tuple, slow: Callable[..., Val]) -> Val:
     """``fast`` where ``ok``; lanes without it run the integer sequence ``slow(b, *args)``,
     branched around (a warp whose lanes all pass pays one ``bra``) and kept once per program as a
     cold routine ``name`` (softcore ``Routine.cold``: a call, inline only with ``routines=never``)."""
+    res = b.fresh_copy(fast)
+    end = b.label()
+    b.bra(end, ok)
+    b.out.append(call(_slow_routine(name, len(args), slow), args, (res,)))
+    b.place(end)
+    return res
+
+
+def _slow_path_first(b: _B, ok: P, fast: Callable[[], Val], name: str, args: tuple,
+                     slow: Callable[..., Val]) -> Val:
+    """``_or_slow_path`` with the slow path's call first and the fast path (``fast()`` emits it)
+    after it: ``@ok bra F; call slow; bra E; F: fast; E:``. Min-PC scheduling runs the slow lanes'
+    call, then the fast lanes' rows, and they meet at E; a warp whose lanes all pass pays one
+    ``bra`` as before and never runs the fast rows for nothing. Why: the routine reads the
+    operands after the fast path's rows in the other order, so a result that replaces an operand
+    (``acc = fma(a, c, acc)``) could not share its register and cost a copy of every lane's word
+    after each fma; in this order the fast path is the operands' last reader."""
+    res = b.reg()
+    fast_lbl, end = b.label(), b.label()
+    b.bra(fast_lbl, ok)
+    b.out.append(call(_slow_routine(name, len(args), slow), args, (res,)))
+    b._emit("bra", (), ()).target = end
+    b.place(fast_lbl)
+    b._emit("mov", (res,), (fast(),))
+    b.place(end)
+    return res
+
+
+def _slow_routine(name: str, nargs: int, slow: Callable[..., Val]) -> Routine:
+    """The cold routine ``name`` running ``slow(b, *params)`` (softcore ``Routine.cold``: kept once
+    per program, a call; inline only with ``routines=never``)."""
 
     def body(s: object, ps: tuple, rs: tuple) -> None:
         bb = _B(s.fr)  # type: ignore[attr-defined]
         bb._emit("mov", (rs[0],), (slow(bb, *ps),))
         s.code += bb.out  # type: ignore[attr-defined]
 
-    res = b.fresh_copy(fast)
-    end = b.label()
-    b.bra(end, ok)
-    b.out.append(call(Routine(name, "r" * len(args), "r", body, cold=True), args, (res,)))
-    b.place(end)
-    return res
+    return Routine(name, "r" * nargs, "r", body, cold=True)
 
 
 # =============================================================================================
@@ -1033,7 +1065,11 @@ def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c, z = _srcs(ins)
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
-    if _on_the_adders(fr, ins, a, c):
+    if _on_the_adders(fr, ins, a, c) and _native_fmulf(fr):
+        ok, fast_rows = _ffma_on_the_unit(b, a, c, z, ftz)
+        res = _slow_path_first(b, ok, fast_rows, f"ffma.slow[ftz={ftz}]", (a, c, z),
+                               lambda bb, x, y, w: _ffma(bb, x, y, w, rnd, ftz, sat))
+    elif _on_the_adders(fr, ins, a, c):
         ok, fast = _ffma_on_adders(b, a, c, z, ftz)
         res = _or_slow_path(
             b, ok, fast, f"ffma.slow[ftz={ftz}]", (a, c, z),

@@ -151,11 +151,13 @@ def test_the_fast_path_gives_way_when_the_rom_is_full():
     assert got == want and fadds == 0 and tight == slim
 
 
-@pytest.mark.slow  # ~40 s: the lowering of a 958-row kernel, twice
-def test_a_kernel_that_outgrows_the_registers_drops_the_fast_path_first(monkeypatch: pytest.MonkeyPatch):
-    """External nbody_integrate has too many values live at once for 32 registers with the fast
-    path inline: it is lowered without the fast path, and keeps the multiplier (dropping the
-    multiplier too, as before the fast path existed, cost it 1.31× its tokens in a sweep)."""
+@pytest.mark.slow  # ~25 s: the lowering of a 949-row kernel
+def test_a_kernel_that_outgrows_the_registers_spills_and_keeps_the_fast_path(monkeypatch: pytest.MonkeyPatch):
+    """External nbody_integrate has more values live at once than 32 registers with the fast path
+    inline. Since spill slots are sized from the free memory (docs/machine-in-weights.md 9.7) it
+    is lowered once, with the fast path and the multiplier, and spills (this test said "drops the
+    fast path first" until then, and failed since: found and corrected with issue 26's one-lane
+    rows)."""
     from pathlib import Path
 
     from qwengpu.codegen import softmem
@@ -173,5 +175,6 @@ def test_a_kernel_that_outgrows_the_registers_drops_the_fast_path_first(monkeypa
     monkeypatch.setattr(softmem, "_lower_for_weights", spy)
     cu = Path(__file__).resolve().parents[2] / "kernels" / "external" / "nbody_integrate.cu"
     _, prog, *_ = prepare(cu, None, configs.shape_for(text_config("qwen3_5_2b_text")))
-    assert tried[0] == (True, True) and tried[-1] == (True, False)
+    assert tried == [(True, True)]
+    assert prog.spill_words > 0
     assert any(x.op == "mul" for x in prog.code)

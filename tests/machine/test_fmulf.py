@@ -110,6 +110,20 @@ def test_mul_and_fma_with_the_unit_are_exact(op, ftz):
         tsf.check(op, mods, a, b, c, weights=True, options=UNIT, imm={1: k})
 
 
+@pytest.mark.parametrize("ftz", [False, True])
+def test_fma_of_a_zero_product_keeps_the_signed_zero_rules(ftz):
+    """A zero product (X = ±0) is ``X + z``'s signed zero: Boldo and Melquiond's sum gives +0 for
+    -0 + -0 (TwoSum's error and the odd sum are +0), so the lanes of a zero product take TwoSum's
+    first row instead (a guarded copy). Every sign of a zero, ±1 and subnormal factor and of a
+    zero, subnormal and normal addend; the guarded copy dropped fails this."""
+    import itertools
+
+    zero, one, sub = [0x00000000, 0x80000000], [0x3F800000, 0xBF800000], [0x00000001, 0x80000001]
+    rows = list(itertools.product(zero + one + sub, zero + one, zero + sub + [0x3F800000]))
+    a, b, c = (np.array([r[k] for r in rows], dtype=U) for k in range(3))
+    tsf.check("ffma", {"ftz": True} if ftz else {}, a, b, c, weights=True, options=UNIT)
+
+
 def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
     rng = np.random.default_rng(3)
     a, b = tfa._floats(rng, 64, 110, 145), tfa._floats(rng, 64, 110, 145)
