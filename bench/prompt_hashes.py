@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def prompt_hashes(dirs: list[Path]) -> dict[str, str]:
     """{spec path: sha256 of its prompt tokens (16 hex digits) or the refusal message}."""
     from qwengpu.errors import QwenGPUError
-    from qwengpu.machine.circuit import MachineShape
+    from qwengpu.model.configs import shape_named
     from qwengpu.runtime.engine import prepare
 
-    shape = MachineShape(multiplier=True, fadd=True, ro_words=49152)  # the 2B shape (every mount)
+    shape = shape_named("2b")  # the 2B shape (every mount), with every unit this tree's machine has
     out: dict[str, str] = {}
     for d in dirs:
         for js in sorted(d.glob("*.json")):
