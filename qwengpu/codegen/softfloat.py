@@ -889,8 +889,12 @@ def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Call
     used, and ±0 + z has no subnormal result to flush. Returns (ok, the fast path: emits its rows
     when called, after the slow path's call, ``_slow_path_first``)."""
     ok = _range_row(b, a, c, ftz)
-    az = b.and_(z, Imm(ABS))
-    ok = b.setp("lt", az, Imm(0x7E800000), bop="and", c=ok)
+    # |z| < 0x7E800000 as two predicate rows (a token each) instead of |z| (a word per lane) and a
+    # compare: as s32, z < 0x7E800000 holds for every negative z; as u32, z < 0xFE800000 then
+    # leaves out the negative ones from -0x7E800000's bits on
+    ok = b.setp("lt", z, Imm(0x7E800000), sign="s", bop="and", c=ok)
+    ok = b.setp("lt", z, Imm(0xFE800000), bop="and", c=ok)
+    az = b.and_(z, Imm(ABS)) if ftz else z
 
     def fast() -> Val:
         x = b.op("fmulf", a, c)
