@@ -154,6 +154,7 @@ def test_the_groups_copies_share_one_routine_of_turns_on_a_small_launch(tmp_path
     calls = [x for x in code if x.op == "call"]
     assert len(calls) == 8 and len({x.target for x in calls}) == 1
     entry = calls[0].target
+    assert entry < code.index(calls[0])  # below the copies: min-PC finishes a group's call first
     body = code[entry : next(pc for pc in range(entry, len(code)) if code[pc].op == "ret")]
     assert [x.mod("lane") for x in body if x.op == "st"] == [0, 1, 2, 3]
     assert sum(x.op == "st" and x.mod("lane") is not None for x in code) == 4
