@@ -110,7 +110,7 @@ from pathlib import Path
 # softfloat/softfloat64: imported for their registration (the launch pipeline below expands floats too)
 from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
 from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
-from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Seq, _expand_one, expander
+from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Routine, Seq, _expand_one, call, expander
 from qwengpu.codegen.turns import STEP, Turns, first4, logical4, turns_pass
 from qwengpu.codegen.turns import split as split_turns
 from qwengpu.errors import MachineLimitError
@@ -528,14 +528,17 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
 
     if not rows or ngroups > 1:
         lane()
+    turns = _shared_turns(s, body, lane, ngroups) if rows and ngroups > 1 else None
     end = s.label()
     for g in range(ngroups):
         later = s.label() if g < ngroups - 1 else None
         if later is not None:
             s.bra(later, s.setp("ge", lane(), Imm(4 * (g + 1))))
-        if rows:
+        if turns is not None:
+            s.code.append(call(turns, (), ()))
+        elif rows:
             for j in range(4):
-                _lane_turn(s, body, j, 4 * g + j, lane)
+                _lane_turn(s, body, j, lambda k=4 * g + j: (lane(), Imm(k)))
         else:
             k = s.op("mov", Imm(4 * g))
             top = s.label()
@@ -550,7 +553,55 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
     s.place(end)
 
 
-def _lane_turn(s: Seq, body: Callable[[P], None], j: int, k: int, lane: Callable[[], R]) -> None:
+#: prompt tokens of a ROM row (ROMADDR and its chunks) and written tokens of a turns routine's call
+#: (the call's PASS, the link's token, the ``ret``'s PASS), for ``_shared_turns``' choice
+ROW_TOKENS, CALL_TOKENS = 12, 3
+
+
+def _shared_turns(s: Seq, body: Callable[[P], None], lane: Callable[[], R], ngroups: int) -> Routine | None:
+    """The four lanes' turns (``_lane_turn``) as one cold routine that every lane group's copy
+    calls: the turns are the same rows for every group (a lane row names the lane's position in its
+    group), and only the copy's own group runs its call, so min-PC scheduling still finishes one
+    group's call before the next group's copy starts; the ROM holds the turns once instead of once
+    per group (each copy: the branch past it, the call, the branch to the end). A call costs its
+    group a PASS, the link's token and the ``ret``'s PASS. The rows read and write the expansion's
+    own registers (a routine per lane loop: its name is unique).
+
+    None (each copy keeps its turns) when the body has an op the weights do not run as a row (the
+    test shape's float atomic: a softfloat add, with branches whose labels could not be placed once
+    per copy if routines are inlined), or when the calls would cost more than the rows cost the
+    prompt, counting each group of each warp of the launch once (an atomic in a loop runs more
+    often; a launch of 2 blocks of 64 threads shares, one of 32 blocks of 256 does not)."""
+    start = len(s.code)
+    body(s.fr.p())  # a look at the body's rows before any expansion (then dropped)
+    plain = all(x.op in LANE_OPS and (x.op not in ("fadd", "fsub") or s.fr.opts.native_fadd)
+                for x in s.code[start:])
+    del s.code[start:]
+    if not plain:  # e.g. a softfloat add: its labels cannot be placed once per inlined copy
+        return None
+    pos: list[R] = []
+
+    def position(j: int) -> tuple[R, Imm]:  # a turn that keeps its predicate: laneid % 4 == j
+        if not pos:
+            pos.append(s.op("and", lane(), Imm(3)))
+        return pos[0], Imm(j)
+
+    for j in range(4):
+        _lane_turn(s, body, j, lambda j=j: position(j))
+    rows = s.code[start:]
+    del s.code[start:]
+    plan = _plan(s.fr)
+    saved = (ngroups - 1) * len(rows) - ngroups - 1  # the copies' turns, less the calls and the ret
+    if plan is None or ROW_TOKENS * saved <= CALL_TOKENS * ngroups * plan.nwarps * plan.mblocks:
+        return None
+
+    def emit(rs: Seq, ps: tuple, qs: tuple) -> None:
+        rs.code += [replace(x, m=dict(x.m)) for x in rows]
+
+    return Routine(f"lane-turns#{s.fr.label()}", "", "", emit, cold=True)
+
+
+def _lane_turn(s: Seq, body: Callable[[P], None], j: int, key: Callable[[], tuple[R, Imm]]) -> None:
     """Lane j's turn in a lane group's copy of a lane loop, as one-lane rows: ``body`` under a
     placeholder predicate, expanded to the weights' ops, then each row made a ``lane`` j row (its
     guard, or an ``and`` with the placeholder in a ``setp``, dropped). A body's rows are all that
@@ -558,7 +609,7 @@ def _lane_turn(s: Seq, body: Callable[[P], None], j: int, k: int, lane: Callable
     ran it, for nothing), so only lane j runs them: no predicate, count or branch per lane, and a
     temporary's result is one lane's tokens, not four. A turn the rows cannot express (a branch or
     call in the expansion, another guard, the placeholder read otherwise) keeps its predicate,
-    computed before the expanded rows: ``laneid == k`` (k = 4g + j)."""
+    computed before the expanded rows: ``x == k`` for ``(x, k) = key()`` (laneid and 4g + j)."""
     start = len(s.code)
     p = s.fr.p()
     body(p)
@@ -566,7 +617,7 @@ def _lane_turn(s: Seq, body: Callable[[P], None], j: int, k: int, lane: Callable
     del s.code[start:]
     rows = _as_lane_rows(code, p, j)
     if rows is None:
-        s.setp_into(p, "eq", lane(), Imm(k))
+        s.setp_into(p, "eq", *key())
         s.code += code
         return
     s.code += rows

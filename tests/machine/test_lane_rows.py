@@ -140,3 +140,41 @@ def test_the_rom_row_names_the_lane_in_its_guard_fields() -> None:
     guarded = replace(prog.code[0], guard=P(1))
     with pytest.raises(MachineLimitError, match="carries no guard"):
         encode_program(replace(prog, code=[guarded, prog.code[1]]), bytes(64), (32, 1, 1), shape)
+
+
+def test_the_groups_copies_share_one_routine_of_turns_on_a_small_launch(tmp_path: Path) -> None:
+    """``histogram`` (2 blocks of 64 threads: 8 lane groups a warp): every group's copy calls one
+    routine holding the four turns once (the ROM: fewer rows than the loop's copies); a launch of
+    32 blocks of 256 threads, where the calls would cost more than the rows, keeps a copy of the
+    turns per group. Both give the interpreter's bits."""
+    import json
+
+    runs = _runs("histogram")
+    code = runs[True].program.code
+    calls = [x for x in code if x.op == "call"]
+    assert len(calls) == 8 and len({x.target for x in calls}) == 1
+    entry = calls[0].target
+    assert entry < code.index(calls[0])  # below the copies: min-PC finishes a group's call first
+    body = code[entry : next(pc for pc in range(entry, len(code)) if code[pc].op == "ret")]
+    assert [x.mod("lane") for x in body if x.op == "st"] == [0, 1, 2, 3]
+    assert sum(x.op == "st" and x.mod("lane") is not None for x in code) == 4
+    assert len(code) < len(runs[False].program.code)
+
+    src = """
+extern "C" __global__ void hist(const int* data, int* bins)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(&bins[data[i] & 7], 1);
+}
+"""
+    n = 32 * 256
+    data = [(i * 2654435761) >> 7 & 0xFFFF for i in range(n)]
+    (tmp_path / "hist.cu").write_text(src)
+    (tmp_path / "hist.json").write_text(json.dumps({
+        "kernel": "hist", "grid": 32, "block": 256,
+        "args": [{"name": "data", "type": "i32*", "data": data}, {"name": "bins", "type": "i32*", "size": 8}],
+        "outputs": ["bins"]}))
+    big = run_weights(tmp_path / "hist.cu", tmp_path / "hist.json", options=Options(lane_rows=True))
+    assert not any(x.op == "call" for x in big.program.code)
+    assert sum(x.op == "st" and x.mod("lane") is not None for x in big.program.code) == 32
+    assert big.outputs["bins"].tolist() == [sum(1 for v in data if v & 7 == b) for b in range(8)]

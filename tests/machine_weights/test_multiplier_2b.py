@@ -19,13 +19,16 @@ import pytest
 import torch
 
 from qwengpu.codegen.soft import Options
+from qwengpu.codegen.softcore import unit_options
 from qwengpu.codegen.softmem import run_weights
+from qwengpu.model.configs import shape_named
 from qwengpu.runner import run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ["dot", "mulhi", "int64_arith", "matmul"]
-#: what the 2B-shape machine has: the multiplier, the float adders, the one-lane float multiplier
-NATIVE = Options(native_mul=True, native_fadd=True, native_fmulf=True)
+#: what the 2B-shape machine has: the multiplier, the float adders, the one-lane float multiplier,
+#: one-lane rows (the lowering the engine gives it: ``softcore.unit_options``)
+NATIVE = Options(**unit_options(shape_named("2b")))
 
 pytestmark = pytest.mark.slow
 
