@@ -49,6 +49,7 @@ UNIT_NOTES = {
     "fadd": "four float32 adders (add/sub.rn.f32, .ftz)",
     "fmul": "float32 multipliers (mul.rn.f32)",
     "fmulf": "one float32 multiplier for the fast range, a lane per row (mul.rn.f32; fma's range check)",
+    "lane_rows": "one-lane rows of any op (an atomic's or sub-word store's lane turns without a loop)",
 }
 
 EXIT_EPILOG = "exit codes (the same for every command; `qwengpu exit-codes`):\n" + exit_code_table() + "\n"
@@ -639,7 +640,7 @@ def _cmd_machine(args: argparse.Namespace) -> int:
         ("program", shape.rom_rows, "machine instructions of program ROM (after the weight lowering)"),
     ]
     units = {f.name: v for f in fields(shape)
-             if isinstance(v := getattr(shape, f.name), bool) and f.name in MACHINE_UNITS}
+             if isinstance(v := getattr(shape, f.name), bool) and f.name in (*MACHINE_UNITS, "lane_rows")}
     layers = {"hidden_size": hidden, "intermediate_size": intermediate}
     if args.json:
         print(json.dumps({"shape": name, "layer_shape": layers, "isa": asdict(LIMITS),

@@ -144,7 +144,7 @@ def test_machine_info_prints_the_default_machine_and_its_units() -> None:
         assert p.returncode == 0, p.stderr
         info = json.loads(p.stdout)
         shape = shape_for(machine_config(want))
-        flags = {name: getattr(shape, name) for name in MACHINE_UNITS}
+        flags = {name: getattr(shape, name) for name in (*MACHINE_UNITS, "lane_rows")}
         assert info["shape"] == want and info["units"] == flags and "multiplier" in flags
         assert info["in_weights"]["program"] == shape.rom_rows
         assert info["in_weights"]["writable_words"] == shape.gmem_words == {"2b": 16384, "test": 2048}[want]
@@ -155,6 +155,7 @@ def test_machine_info_prints_the_default_machine_and_its_units() -> None:
     text = _cli("machine", "info", env_shape=None)
     assert text.returncode == 0 and "shape 2b (the default" in text.stdout
     assert f"intermediate {TWO_B['intermediate_size']}" in text.stdout and "yes  multiplier" in text.stdout
+    assert "yes  lane_rows: one-lane rows" in text.stdout
     bad = _cli("machine", "info", env_shape="big")
     assert bad.returncode == 2 and bad.stderr.startswith(f"error: {SHAPE_ENV}='big'"), bad.stderr
 

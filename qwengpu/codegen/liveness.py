@@ -17,8 +17,8 @@ Exactness: calling a live value dead corrupts the run, so the analysis is exact-
   routine's summary: what it reads before writing, what it writes on every path), the link
   register (written by ``call``, read by ``ret``);
 * a guarded write does not kill (lanes whose guard is false keep the old value), and the old value
-  is live into it exactly when the register is live after it; nor does a one-lane row (``fmulf``
-  with a ``lane``: the other lanes keep theirs);
+  is live into it exactly when the register is live after it; nor does a one-lane row (a
+  ``lane`` modifier: ``fmulf``'s four rows, an atomic's turns; the other lanes keep theirs);
 * ``exit``: the machine's registers persist across blocks (the next block's thread runs on the
   same register file rows, from pc 0), so what is live into pc 0 is live at every ``exit`` (and
   after the last instruction); ``trap`` and ``bar`` fall through like any instruction;

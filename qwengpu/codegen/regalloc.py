@@ -12,6 +12,7 @@ is refused with a ``MachineLimitError`` naming the registers needed.
 
 SIMT-specific rules:
 * a guarded (predicated) definition does not kill: lanes whose guard is false keep the old value;
+  nor does a one-lane row (the ``lane`` modifier: the other three lanes keep theirs);
 * a register that ``shfl`` reads from other lanes is *pinned*: it shares its physical register
   with nothing, so an inactive or exited lane still holds that register's last value, exactly as
   in the interpreter (whose registers are never reused);
