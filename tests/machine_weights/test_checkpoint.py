@@ -115,8 +115,9 @@ def _generate(model, prompt: list[int], n: int) -> list[int]:
 def test_version_changes_with_shape_config_and_sources(tmp_path, monkeypatch):
     v = REAL_VERSION()
     # the test shape's machine: no units, one 1,024-row ROM bank, 2,048 words in banks of 1,024 rows
-    # built before the datapath
-    test_shape = MachineShape(rom_rows=1024, gmem_words=2048, gmem_bank_rows=1024, gmem_late=False)
+    # built before the datapath, one-lane rows
+    test_shape = MachineShape(rom_rows=1024, gmem_words=2048, gmem_bank_rows=1024, gmem_late=False,
+                              lane_rows=True)
     assert v == REAL_VERSION(machine_config(), test_shape) and len(v) == 16
     assert v == REAL_VERSION(machine_config(), engine.shape_for(machine_config()))
     assert REAL_VERSION(shape=MachineShape(rom_rows=64)) != v
