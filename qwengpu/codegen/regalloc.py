@@ -204,11 +204,12 @@ def _lane_of(ins: MInstr) -> dict:
 def _same_guard(a: MInstr, b: MInstr) -> bool:
     """Whether ``b`` runs in exactly the lanes ``a`` writes: the same guard (predicate and sense; a
     one-lane row's guard may be none) and the same lane."""
+    if a.mod("lane") != b.mod("lane"):
+        return False
     ga, gb = a.guard, b.guard
-    if ga is None and gb is None:
-        return a.mod("lane") is not None and a.mod("lane") == b.mod("lane")
-    return (ga is not None and gb is not None and ga.n == gb.n and ga.neg == gb.neg
-            and a.mod("lane") == b.mod("lane"))
+    if ga is None or gb is None:
+        return ga is gb and a.mod("lane") is not None
+    return ga.n == gb.n and ga.neg == gb.neg
 
 
 def _guarded_scans(code: list[MInstr], cls: type) -> dict[tuple[int, int], int]:

@@ -249,7 +249,7 @@ class Options:
     group_loops: bool = True
     #: the machine runs one-lane rows of any op but a branch (``MachineShape.lane_rows``): within
     #: a lane group's copy of a lane loop, each lane's turn is its own rows, without the loop's
-    #: predicate, count and branch (``softmem._lane_turns``)
+    #: predicate, count and branch (``softmem._lane_turn``, ``_shared_turns``)
     lane_rows: bool = False
 
 
@@ -603,7 +603,7 @@ def _routine_instance(rt: Routine, fr: Fresh, depth: int) -> RoutineInstance:
             body.append(y)
             continue
         y.ptx = saved
-        body += _expand_one(y, fr, 0 if rt.top else depth + 1)
+        body += expand_one(y, fr, 0 if rt.top else depth + 1)
     fr.ptx = saved
     body.append(MInstr("ret", (), (link,), ptx=saved))
     fr.building.pop()
@@ -642,7 +642,7 @@ def _call_site(x: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
             for y in s.code:
                 if y.op != "@label":
                     y.ptx = fr.ptx
-                out += [y] if y.op == "@label" else _expand_one(y, fr, depth + 1)
+                out += [y] if y.op == "@label" else expand_one(y, fr, depth + 1)
         finally:
             fr.enclosing.pop()
         fr.instances.append((rt.name, rt.name, sum(1 for y in out if y.op != "@label"), frozenset()))
@@ -1014,10 +1014,10 @@ def _expand(prog: Program, opts: Options, windows: dict[str, Window] | None = No
             groups.append([])  # inside an outlined window
         elif pc in at:
             w, args, dsts, ln = at[pc]
-            groups.append(_expand_one(call(w.routine, args, dsts), fr, 0))
+            groups.append(expand_one(call(w.routine, args, dsts), fr, 0))
             skip = pc + ln
         else:
-            groups.append(_expand_one(ins, fr, 0))
+            groups.append(expand_one(ins, fr, 0))
     fr.pc_sizes = [sum(1 for x in g if x.op != "@label") for g in groups]
     n = len(prog.code)
     mapping = [0] * (n + 1)
@@ -1456,7 +1456,7 @@ def _best_window(
     return best
 
 
-def _expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
+def expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
     if ins.op == "@call":
         return _call_site(ins, fr, depth)
     if ins.op == "@label" or in_weights(ins, fr.opts.native_mul, fr.opts.native_fadd):
@@ -1497,7 +1497,7 @@ def _expand_one(ins: MInstr, fr: Fresh, depth: int) -> list[MInstr]:
                 out.append(x)
                 continue
             x.ptx = ins.ptx
-            out += _expand_one(x, fr, depth + 1)
+            out += expand_one(x, fr, depth + 1)
     finally:
         if inline:
             del fr.enclosing[-2:]

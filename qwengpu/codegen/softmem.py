@@ -110,7 +110,7 @@ from pathlib import Path
 # softfloat/softfloat64: imported for their registration (the launch pipeline below expands floats too)
 from qwengpu.codegen import softcore, softfloat, softfloat64  # noqa: F401
 from qwengpu.codegen.regalloc import AFTER, CROSS_LANE, rebuild
-from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Routine, Seq, _expand_one, call, expander
+from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Routine, Seq, call, expand_one, expander
 from qwengpu.codegen.turns import STEP, Turns, first4, logical4, turns_pass
 from qwengpu.codegen.turns import split as split_turns
 from qwengpu.errors import MachineLimitError
@@ -518,7 +518,7 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
     On a machine with one-lane rows (``Options.lane_rows``) a copy, which only its group runs,
     is no loop at all: four turns, lane 0's rows to lane 3's (``_lane_turn``)."""
     ngroups = _warp_groups(s)
-    rows = s.fr.opts.lane_rows and _plan(s.fr) is not None and s.fr.opts.group_loops
+    one_lane = s.fr.opts.lane_rows and _plan(s.fr) is not None and s.fr.opts.group_loops
     lane_reg: list[R] = []
 
     def lane() -> R:
@@ -526,9 +526,9 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
             lane_reg.append(s.op("s2r", sr="laneid"))
         return lane_reg[0]
 
-    if not rows or ngroups > 1:
+    if not one_lane or ngroups > 1:
         lane()
-    turns = _shared_turns(s, body, lane, ngroups) if rows and ngroups > 1 else None
+    turns = _shared_turns(s, body, lane, ngroups) if one_lane and ngroups > 1 else None
     end = s.label()
     for g in range(ngroups):
         later = s.label() if g < ngroups - 1 else None
@@ -536,7 +536,7 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
             s.bra(later, s.setp("ge", lane(), Imm(4 * (g + 1))))
         if turns is not None:
             s.code.append(call(turns, (), ()))
-        elif rows:
+        elif one_lane:
             for j in range(4):
                 _lane_turn(s, body, j, lambda k=4 * g + j: (lane(), Imm(k)))
         else:
@@ -590,9 +590,9 @@ def _shared_turns(s: Seq, body: Callable[[P], None], lane: Callable[[], R], ngro
         _lane_turn(s, body, j, lambda j=j: position(j))
     rows = s.code[start:]
     del s.code[start:]
-    plan = _plan(s.fr)
+    plan = _plan(s.fr)  # (the caller's condition: there is one)
     saved = (ngroups - 1) * len(rows) - ngroups - 1  # the copies' turns, less the calls and the ret
-    if plan is None or ROW_TOKENS * saved <= CALL_TOKENS * ngroups * plan.nwarps * plan.mblocks:
+    if ROW_TOKENS * saved <= CALL_TOKENS * ngroups * plan.nwarps * plan.mblocks:  # type: ignore[union-attr]
         return None
 
     def emit(rs: Seq, ps: tuple, qs: tuple) -> None:
@@ -613,7 +613,7 @@ def _lane_turn(s: Seq, body: Callable[[P], None], j: int, key: Callable[[], tupl
     start = len(s.code)
     p = s.fr.p()
     body(p)
-    code = [y for x in s.code[start:] for y in ([x] if x.op == "@label" else _expand_one(x, s.fr, 1))]
+    code = [y for x in s.code[start:] for y in ([x] if x.op == "@label" else expand_one(x, s.fr, 1))]
     del s.code[start:]
     rows = _as_lane_rows(code, p, j)
     if rows is None:

@@ -268,7 +268,7 @@ _SPECS = [
 #: ops a ROM row may run in ONE lane of its lane group, the ``lane`` modifier (0-3): the lanes at
 #: another position keep their registers and emit nothing, as under a false guard (the weights:
 #: ``circuit.one_lane_guard``). Every op the weights run that is not a branch; the lowering's lane
-#: loops (``codegen.softmem._lane_turns``) take a lane's turn in such rows instead of a predicate
+#: loops (``codegen.softmem._lane_turn``) take a lane's turn in such rows instead of a predicate
 #: the loop computes. ``fmulf`` always names its lane (its own rule in the weights)
 LANE_OPS = frozenset({
     "mov", "add", "sub", "and", "or", "xor", "not", "shl", "shr", "min", "max", "popc", "clz", "brev",
