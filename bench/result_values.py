@@ -39,7 +39,7 @@ sticky mask), each charged to the PTX instruction whose machine
 code issued it (``MachineSim``'s PTX map; routines count for the instruction that called them):
 tokens and machine warp instructions per PTX operation over the corpus, so a lever can be sized
 before it is built. ``--native``: the lowering with the multiplier, the float adders and the
-one-lane float multiplier (the 2B-shape machine).
+one-lane float multiplier (the 2B-shape machine: ``softcore.unit_options`` of its shape).
 
 ``--floor``: the same cost model on the *full-ISA* machine program (``pipeline.run_machine_sim``:
 float add/mul/fma/div/sqrt/ex2, conversions, 32-bit division, atomics, shuffles and shared memory
@@ -193,8 +193,10 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
     from qwengpu.codegen.liveness import dead_results
     from qwengpu.codegen.pipeline import run_machine_sim
     from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softcore import unit_options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.isa.sim import MachineSim
+    from qwengpu.model.configs import shape_named
 
     obs = Observer(by_form, by_pc)
     orig_dst, orig_pdst, orig_issue = MachineSim._dst, MachineSim._pdst, MachineSim._issue
@@ -237,8 +239,8 @@ def observe(cu: Path, spec: Path, native_mul: bool = False,
         if floor:
             res = run_machine_sim(cu, spec)
         else:
-            res = run_weights(cu, spec, options=Options(native_mul=native_mul, native_fadd=native_mul,
-                                                        native_fmulf=native_mul, lane_rows=native_mul))
+            res = run_weights(cu, spec, options=Options(**unit_options(shape_named("2b"))) if native_mul
+                              else Options())
     finally:
         MachineSim._dst, MachineSim._pdst, MachineSim._issue = orig_dst, orig_pdst, orig_issue
     if program is not None:

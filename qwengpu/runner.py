@@ -208,7 +208,7 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
     from qwengpu.codegen.soft import ROM_BUDGET, Options
     from qwengpu.codegen.softcore import unit_options
     from qwengpu.codegen.softmem import buffers_end, lower_for_weights, read_only_end
-    from qwengpu.isa.sim import check_program_limits
+    from qwengpu.isa.sim import check_program_limits, param_bank
     from qwengpu.ptx.inline import inline_calls
     from qwengpu.ptx.readonly import writable_first
     from qwengpu.simt.memory import place_module_globals
@@ -224,12 +224,13 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         # block's parts, as engine.prepare)
         lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         sized = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)  # spill slots get the rest
-        place_module_globals(sized.gmem, lowered.layout.global_vars)
+        globals_at = place_module_globals(sized.gmem, lowered.layout.global_vars)
+        bank = param_bank(lowered, sized.param_bytes, globals_at)  # as engine.prepare
         budget = min(shape.rom_rows, ROM_BUDGET)  # as engine.prepare
         for _ in range(4):
             prog, mem = lower_for_weights(lowered, grid, block, spec.shared_bytes,  # type: ignore[arg-type]
                                           options=Options(budget=budget, **opts,
-                                                          param_words=sized.param_words),
+                                                          param_words=sized.param_words, param_bank=bank),
                                           gmem_words=shape.gmem_words, arena_words=buffers_end(sized.gmem))
             if len(prog.code) <= shape.rom_rows:
                 break

@@ -587,14 +587,30 @@ def _max_live(code: list[MInstr], cls: type) -> int:
     return best
 
 
+def _entry_reads(code: list[MInstr]) -> int:
+    """The registers some lane may read before writing them (a bitset). A one-lane row (``lane``)
+    writes only its lane, so plain liveness lets every other lane's old value flow through it and
+    an atomic's turns (``ld r0`` in lane 0, ..., in lane 3) look read before written. Seen one lane
+    at a time, a row of that lane is a whole write and a row of another lane touches nothing: a
+    register read only after its lane's own row wrote it needs no zero at entry."""
+    if not any(ins.mod("lane") is not None for ins in code):
+        return liveness(code, R)[0][0]
+    reads = 0
+    for j in range(4):
+        mine = [ins if ins.mod("lane") is None
+                else replace(ins, m={k: v for k, v in ins.m.items() if k != "lane"}) if ins.mod("lane") == j
+                else MInstr("mov", (), (), ptx=ins.ptx) for ins in code]
+        reads |= liveness(mine, R)[0][0]
+    return reads
+
+
 def _zero_init(prog: Program) -> Program:
     """Zero the registers a lane may read before writing them (the interpreter zeroes all)."""
     items: list[tuple[int, MInstr]] = []
-    li_r, _ = liveness(prog.code, R)
-    li_p, _ = liveness(prog.code, P)
     if not prog.code:
         return prog
-    for v in _bits(li_r[0]):
+    li_p, _ = liveness(prog.code, P)
+    for v in _bits(_entry_reads(prog.code)):
         items.append((-1, MInstr("mov", (R(v),), (Imm(0),), ptx=prog.code[0].ptx)))
     for v in _bits(li_p[0]):
         items.append((-1, MInstr("plop", (P(v),), (FALSE, TRUE), {"bop": "and"}, ptx=prog.code[0].ptx)))

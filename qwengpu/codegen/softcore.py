@@ -243,6 +243,16 @@ class Options:
     #: (a small ``n`` makes ``(float)(n + i)`` the short conversion). Only bounds, never folded
     #: into results: the model still computes every value from them
     param_words: tuple[tuple[int, int], ...] = ()
+    #: the launch's whole parameter bank (``isa.sim.param_bank``: parameters and launch-constant
+    #: slots; empty: unknown). After expansion each ``ld.param`` of it becomes the ``mov`` of its
+    #: word that the ROM row is anyway, so register allocation's constant propagation puts the
+    #: word into its readers as an immediate and the load's pass and result tokens go
+    #: (``softmem.fold_param_loads``). Substituted, never folded: the model computes every value
+    param_bank: bytes = b""
+    #: the machine's rows read ``tid``/``laneid``/``warpid``/``ctaid`` as operand a (every
+    #: ``MachineShape``: ``circuit.register_file``'s ``a_sr``): an ``s2r`` all of whose readers
+    #: can take it there is folded into them (``softmem.fold_special_reads``)
+    special_operands: bool = False
     #: lane-serialised loops (atomics, sub-word stores) as one copy per lane group of the warp
     #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
     #: fit the ROM with them
@@ -257,7 +267,8 @@ def unit_options(shape: object) -> dict[str, bool]:
     """The ``Options`` fields a machine shape (``machine.shape.MachineShape``) decides: its units
     and its one-lane rows (every lowering for a machine passes them)."""
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
-            "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows)}  # type: ignore[attr-defined]
+            "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
+            "special_operands": True}
 
 
 class Fresh:

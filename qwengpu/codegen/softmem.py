@@ -114,7 +114,7 @@ from qwengpu.codegen.softcore import EXPANDERS, Fresh, Options, Routine, Seq, ca
 from qwengpu.codegen.turns import STEP, Turns, first4, logical4, turns_pass
 from qwengpu.codegen.turns import split as split_turns
 from qwengpu.errors import MachineLimitError
-from qwengpu.isa.instr import FALSE, LANE_OPS, PT, TRUE, Imm, MInstr, P, R
+from qwengpu.isa.instr import FALSE, LANE_OPS, PT, SR, TRUE, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, shared_words_for
 from qwengpu.isa.program import Program, local_words_used
 from qwengpu.simt.memory import GLOBAL_BASE
@@ -1220,6 +1220,10 @@ def _lower_for_weights(
     from qwengpu.codegen.regalloc import allocate
 
     p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
+    if options is not None and options.param_bank:
+        p = fold_param_loads(p, options.param_bank)
+    if options is not None and options.special_operands:
+        p = fold_special_reads(p)
     kr = k_regs if k_regs is not None else LIMITS.registers
     out = allocate(p, k_regs=kr)
     if out.spill_words:
@@ -1238,6 +1242,108 @@ def _lower_for_weights(
         plan = replace(plan, spill_words=out.spill_words, spill_base=plan.low - need_words)
         out = _map_spills(out, plan)
     return expand_one_lane(_const_plops(out)), plan
+
+
+def fold_param_loads(prog: Program, bank: bytes) -> Program:
+    """Every ``ld.param`` of a word of the launch's parameter bank -> ``mov d, word``: exactly the ROM
+    row ``runtime.engine.encode_program`` makes of it. Why here: ``regalloc.allocate`` propagates a
+    single-definition ``mov`` of an immediate into its readers and drops the ``mov``, so a kernel's
+    ``n`` or buffer window is read from its readers' ROM rows instead of costing a pass and a
+    result per lane group. Nothing is computed from the word (values stay the model's)."""
+    out: list[MInstr] = []
+    changed = False
+    for ins in prog.code:
+        a = ins.s[0] if ins.s else None
+        if ins.op == "ld" and ins.mod("space") == "param" and ins.mod("size") == 4 and isinstance(a, Imm):
+            addr = (a.v + (ins.mod("base") or 0) + (ins.mod("off") or 0)) & 0xFFFFFFFF
+            if addr + 4 <= len(bank):
+                word = int.from_bytes(bank[addr : addr + 4], "little")
+                out.append(MInstr("mov", ins.d, (Imm(word),), {}, ins.guard, None, ins.ptx))
+                changed = True
+                continue
+        out.append(ins)
+    return replace(prog, code=out) if changed else prog
+
+
+#: the special registers a ROM row can read as its operand a (``circuit.SR_CODES``; engine._specials)
+ROW_SPECIALS = frozenset({"tid.x", "laneid", "warpid", "ctaid.x"})
+#: ops whose operand a the encoder reads through the row's ``a_sr`` select and the simulator
+#: through ``MachineSim._src``; memory ops are not among them (``engine.BoundsWatch`` forms
+#: addresses from registers the model wrote)
+SR_READERS = frozenset({"add", "sub", "and", "or", "xor", "shl", "shr", "min", "max", "mul", "mov",
+                        "not", "popc", "clz", "brev", "setp", "sel", "addw", "subw", "mulw"})  # fmt: skip
+_SWAP = frozenset({"add", "and", "or", "xor", "min", "max", "mul"})
+_SWAP_CMP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _as_operand_a(ins: MInstr, v: R, sr: SR) -> MInstr | None:
+    """``ins`` reading ``sr`` where it read ``v``, when ``v`` is read once and can be (or be swapped
+    into) operand a; else None."""
+    if (ins.op not in SR_READERS or ins.mod("lane") is not None or any(isinstance(x, SR) for x in ins.s)
+            or [x == v for x in ins.s].count(True) != 1):
+        return None
+    k = ins.s.index(v)
+    if k == 0:
+        return replace(ins, s=(sr, *ins.s[1:]), m=dict(ins.m))
+    if k != 1:
+        return None
+    if ins.op in _SWAP:
+        return replace(ins, s=(sr, ins.s[0], *ins.s[2:]), m=dict(ins.m))
+    if ins.op == "setp" and ins.mod("cmp") in _SWAP_CMP:
+        return replace(ins, s=(sr, ins.s[0], *ins.s[2:]), m={**ins.m, "cmp": _SWAP_CMP[ins.mod("cmp")]})
+    if ins.op == "sel":  # p ? a : b == !p ? b : a
+        return replace(ins, s=(sr, ins.s[0], ins.s[2].inv()), m=dict(ins.m))
+    return None
+
+
+def fold_special_reads(prog: Program) -> Program:
+    """:func:`_fold_special_reads` until nothing changes (a folded copy ``mov r, %tid.x`` is an
+    ``s2r`` again: PTX's ``mov.u32 %r1, %tid.x`` is an ``s2r`` and a copy)."""
+    for _ in range(4):
+        out = _fold_special_reads(prog)
+        if out is prog:
+            break
+        prog = out
+    return prog
+
+
+def _fold_special_reads(prog: Program) -> Program:
+    """An ``s2r`` of ``tid.x``, ``laneid``, ``warpid`` or ``ctaid.x`` whose register every reader can
+    take as operand a -> those readers read the special register themselves (``SR``: the ROM row's
+    ``a_sr`` field) and the ``s2r`` goes. Why: a thread index costs a pass and a result per lane
+    group (four SHORTs, or twelve chunks past 255) where its readers could select it for free.
+    Only single, unguarded definitions of registers no one reads before them; the value is the same
+    wherever read (a thread's indices are constant within a block)."""
+    from qwengpu.codegen.regalloc import liveness
+
+    defs: dict[int, list[int]] = {}
+    for pc, ins in enumerate(prog.code):
+        for x in ins.d:
+            if isinstance(x, R):
+                defs.setdefault(x.n, []).append(pc)
+    cands = {
+        ins.d[0].n: SR(ins.m["sr"]) if ins.op == "s2r" else ins.s[0]
+        for ins in prog.code
+        if (ins.op == "s2r" and ins.m.get("sr") in ROW_SPECIALS
+            or ins.op == "mov" and isinstance(ins.s[0], SR))
+        and ins.guard is None and ins.mod("lane") is None and len(defs.get(ins.d[0].n, [])) == 1
+        and ins.d[0].n not in prog.pinned
+    }
+    if not cands:
+        return prog
+    live_in0 = liveness(prog.code, R)[0][0]
+    cands = {v: sr for v, sr in cands.items() if not (live_in0 >> v) & 1}
+    new: dict[int, MInstr | None] = {}  # pc -> the rewritten reader, or None: the s2r goes
+    for v, sr in cands.items():
+        readers = [pc for pc, ins in enumerate(prog.code) if R(v) in ins.s]
+        done = {pc: _as_operand_a(new.get(pc) or prog.code[pc], R(v), sr) for pc in readers}
+        if readers and all(y is not None for y in done.values()):
+            new.update(done)
+            new[defs[v][0]] = None
+    if not new:
+        return prog
+    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(prog.code)
+                          if not (pc in new and new[pc] is None)])
 
 
 def expand_one_lane(prog: Program) -> Program:
@@ -1318,11 +1424,13 @@ def simulate_weights(
     transform: Callable[[Program], Program] | None = None,
     trace: Callable[[str], None] | None = None,
     gmem_words: int | None = None,
+    fold_params: bool = True,
 ) -> tuple[dict, object, Program, MemPlan]:
     """Lower, ``lower_for_weights`` and run on the ISA simulator as the circuit runs it (a 1-D
     launch of the linear thread/block indices, gmem persisting across blocks): (outputs, stats,
     allocated program, plan). ``gmem_words``: the machine's global memory (None: the 2B
-    machine's, ``LIMITS.writable_words``)."""
+    machine's, ``LIMITS.writable_words``). ``fold_params``: give the lowering the launch's
+    parameter bank (``Options.param_bank``), as the engine does; off: the loads stay."""
     from qwengpu.codegen.lower import lower_kernel
     from qwengpu.isa.sim import DEFAULT_MAX_STEPS, MachineSim, check_memory_limits, check_program_limits
     from qwengpu.ptx.inline import inline_calls
@@ -1337,9 +1445,13 @@ def simulate_weights(
         prog = transform(prog)
     grid, block = tuple(spec.grid), tuple(spec.block)  # type: ignore[attr-defined]
     bound = bind(spec, inline_calls(module, fn))  # type: ignore[arg-type]
-    place_module_globals(bound.gmem, prog.layout.global_vars)  # before the machine's regions, as the engine
+    # module variables before the machine's regions, as the engine
     # the launch's scalar parameters bound the values loaded from them, as in engine.prepare
-    options = replace(options or Options(), param_words=bound.param_words)
+    from qwengpu.isa.sim import param_bank
+
+    bank = param_bank(prog, bound.param_bytes, place_module_globals(bound.gmem, prog.layout.global_vars))
+    options = replace(options or Options(), param_words=bound.param_words,
+                      param_bank=bank if fold_params else b"")
     out, plan = lower_for_weights(prog, grid, block, spec.shared_bytes, options=options, k_regs=k_regs,  # type: ignore[arg-type, attr-defined]
                                   gmem_words=gmem_words, arena_words=buffers_end(bound.gmem))
     check_program_limits(out)

@@ -73,7 +73,21 @@ class Imm:
         return f"0x{self.v:x}" if self.v > 9 else str(self.v)
 
 
-Src = R | P | Imm
+@dataclass(frozen=True, slots=True)
+class SR:
+    """A special register read directly as operand a of a machine row (the ROM's ``a_sr`` field:
+    ``circuit.register_file`` selects it instead of the register file). ``name``: ``tid.x``,
+    ``laneid``, ``warpid`` or ``ctaid.x`` (the machine's linear indices, constant for a thread in
+    a block). Only ``codegen.softmem.fold_special_reads`` makes them, after expansion: an ``s2r``
+    whose every reader takes it as operand a costs no pass and no result tokens."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+Src = R | P | Imm | SR
 TRUE = P(PT)
 FALSE = P(PT, True)
 

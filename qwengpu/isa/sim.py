@@ -18,14 +18,14 @@ instruction came from.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from qwengpu.errors import ExecutionError, MachineLimitError, PTXError
 from qwengpu.isa import f64
-from qwengpu.isa.instr import POISON, PT, Imm, MInstr, P, R
+from qwengpu.isa.instr import POISON, PT, SR, Imm, MInstr, P, R
 from qwengpu.isa.limits import LIMITS, need
 from qwengpu.isa.program import Program, local_words_used
 from qwengpu.ptx.ir import TYPES, Instr
@@ -140,6 +140,31 @@ def _one_lane(f: Callable, k: int) -> Callable:
     return one_lane
 
 
+def _window(d: int) -> int:
+    """A signed offset as a window word (POISON when out of the window)."""
+    if -(2**31 - 1) <= d <= 2**31 - 1:
+        return d & M32
+    return POISON
+
+
+def param_bank(prog: Program, param_bytes: bytes, global_addr: Mapping[str, int]) -> bytes:
+    """The kernel parameter bank of a launch: the parameter bytes, then the program's launch-constant
+    slots (``Program.bank_slots``: a pointer parameter or a module variable's address as a window
+    word). One builder for the simulator, the ROM encoder (``runtime.engine``) and the lowering's
+    parameter fold (``Options.param_bank``), so the three read the same words."""
+    start = (prog.layout.param_size + 3) // 4 * 4
+    bank = bytearray(param_bytes) + bytes(max(0, start - len(param_bytes)))
+    bank = bank[:start]
+    for kind, arg in prog.bank_slots:
+        if kind == "window":
+            off, base = arg  # type: ignore[misc]
+            v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little")
+            bank += _window(v - base).to_bytes(4, "little")
+        else:
+            bank += _window(global_addr[str(arg)] - GLOBAL_BASE).to_bytes(4, "little")
+    return bytes(bank)
+
+
 class MachineSim(core.SimtCore):
     """Runs one machine program. Build once, launch many times.
 
@@ -156,7 +181,8 @@ class MachineSim(core.SimtCore):
         lay = prog.layout
         self.local_size = lay.local_size
         self.kernel_name = prog.name
-        self.used_specials = sorted({x.m["sr"] for x in prog.code if x.op == "s2r"})
+        self.used_specials = sorted({x.m["sr"] for x in prog.code if x.op == "s2r"}
+                                    | {y.name for x in prog.code for y in x.s if isinstance(y, SR)})
         self.launch_specials = [n for n in self.used_specials if _machine_special(n)]
         self.is_warp_op = [x.op in ("shfl", "shflp", "vote", "ballot") for x in prog.code]
 
@@ -222,15 +248,7 @@ class MachineSim(core.SimtCore):
             gmem.finalize()
         self.param_size = lay.param_size
         self.bank_start = (lay.param_size + 3) // 4 * 4
-        bank = bytearray(param_bytes) + bytes(max(0, self.bank_start - len(param_bytes)))
-        bank = bank[: self.bank_start] if len(bank) > self.bank_start else bank
-        for kind, arg in self.prog.bank_slots:
-            if kind == "window":
-                off, base = arg  # type: ignore[misc]
-                v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little")
-                bank += self._window(v - base).to_bytes(4, "little")
-            else:
-                bank += self._window(self.global_addr[str(arg)] - GLOBAL_BASE).to_bytes(4, "little")
+        bank = param_bank(self.prog, param_bytes, self.global_addr)
         self.bank_end = len(bank)
         self.param_mem = np.zeros(max(8, (len(bank) + 7) // 8 * 8), dtype=np.uint8)
         self.param_mem[: len(bank)] = np.frombuffer(bytes(bank), dtype=np.uint8)
@@ -244,12 +262,6 @@ class MachineSim(core.SimtCore):
         )
         self.code_ptx = [x.ptx for x in self.prog.code]
 
-    @staticmethod
-    def _window(d: int) -> int:
-        """A signed offset as a window word (POISON when out of the window)."""
-        if -(2**31 - 1) <= d <= 2**31 - 1:
-            return d & M32
-        return POISON
 
     def _new_block(self, ctaid: tuple[int, int, int], nthreads: int) -> Block:
         spill = 4 * self.prog.spill_words
@@ -346,6 +358,9 @@ class MachineSim(core.SimtCore):
         if isinstance(x, Imm):
             v = U32(x.v)
             return lambda w: v
+        if isinstance(x, SR):  # a special register as operand a (``softmem.fold_special_reads``)
+            name = x.name
+            return lambda w: w.special[name]
         raise ValueError(f"bad operand {x}")
 
     def _psrc(self, x: P) -> Callable:

@@ -18,7 +18,7 @@ import torch
 
 from qwengpu.codegen.liveness import dead_results
 from qwengpu.errors import ExecutionError, MachineLimitError
-from qwengpu.isa.instr import POISON, PT, Imm, MInstr, R
+from qwengpu.isa.instr import POISON, PT, SR, Imm, MInstr, R
 from qwengpu.isa.instr import P as Pred
 from qwengpu.machine import protocol as P
 from qwengpu.machine.circuit import CMPS, LANE_ROW, NCHUNK, OP, ROM_CHUNKS, SR_CODES, MachineShape, pack_row
@@ -71,22 +71,14 @@ def _refuse(ins: MInstr, why: str) -> MachineLimitError:
 
 
 def _param_bank(prog, param_bytes: bytes, global_addr: dict[str, int] | None = None) -> bytes:
-    """The kernel parameter bank with its launch-constant slots (as ``MachineSim.launch`` builds it):
-    pointer parameters and module global variables (``global_addr``) as window values."""
-    lay = prog.layout
-    start = (lay.param_size + 3) // 4 * 4
-    bank = bytearray(param_bytes) + bytes(max(0, start - len(param_bytes)))
-    bank = bank[:start]
+    """The kernel parameter bank with its launch-constant slots (``isa.sim.param_bank``, as
+    ``MachineSim.launch`` builds it); a module variable without an address is refused by name."""
+    from qwengpu.isa.sim import param_bank
+
     for kind, arg in prog.bank_slots:
-        if kind == "window":
-            off, base = arg
-            v = int.from_bytes(bytes(param_bytes[off : off + 8]).ljust(8, b"\0"), "little") - base
-        elif global_addr is not None and str(arg) in global_addr:
-            v = global_addr[str(arg)] - GLOBAL_BASE
-        else:
+        if kind != "window" and str(arg) not in (global_addr or {}):
             raise MachineLimitError(f"module global variable {arg} has no address in this launch")
-        bank += (v & M32 if -(2**31 - 1) <= v <= 2**31 - 1 else 0x80000000).to_bytes(4, "little")
-    return bytes(bank)
+    return param_bank(prog, param_bytes, global_addr or {})
 
 
 def _specials(block: tuple[int, int, int], grid: tuple[int, int, int]) -> dict[str, int | str]:
@@ -135,6 +127,12 @@ def encode_program(
         def reg_or_imm(x, which: str, f=f, ins=ins, op=op) -> None:
             if isinstance(x, R):
                 f["r" + which] = x.n
+            elif isinstance(x, SR) and which == "a" and x.name in specials:
+                code = specials[x.name]  # a per-thread index from the row's a_sr, a constant as one
+                if isinstance(code, str):
+                    f["a_sr"] = SR_CODES[code]
+                else:
+                    reg_or_imm(Imm(code), "a")
             elif isinstance(x, Imm):
                 if f.get("b_imm") or (which == "a" and f.get("a_imm")):
                     raise _refuse(ins, "three immediate operands")
@@ -161,8 +159,8 @@ def encode_program(
             reg_or_imm(srcs[1], "b")
         elif op == "mulw":
             a, b = srcs
-            if isinstance(a, Imm):
-                a, b = b, a
+            if isinstance(a, Imm) and not (isinstance(b, Imm) and b.v and b.v & (b.v - 1) == 0):
+                a, b = b, a  # the power of two as b (a folded parameter can make both immediates)
             if not (isinstance(b, Imm) and b.v and b.v & (b.v - 1) == 0):
                 raise _refuse(ins, "window multiply by a non-power-of-two")
             f["op"] = OP["shl"]
@@ -350,9 +348,11 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
 
     def placed(high: list[str]):
         # the words the launch's buffers and module variables take: spill slots get what is left
-        layout = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args]).layout
+        first = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
         sized = bind(spec, inline_calls(module, fn), high, 4 * shape.gmem_words)
-        place_module_globals(sized.gmem, layout.global_vars)
+        # the launch's parameter bank (the ROM carries its words as immediates: Options.param_bank)
+        globals_at = place_module_globals(sized.gmem, first.layout.global_vars)
+        sized_bank = _param_bank(first, sized.param_bytes, globals_at)
         arena_words = buffers_end(sized.gmem)
         # the lowering aims for ROM_BUDGET rows (prompt tokens); it takes the whole ROM only when the
         # program does not fit that even with shared routines
@@ -361,7 +361,8 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
             lowered = lower_kernel(module, fn.name, [a.is_ptr for a in spec.args])
             prog, mem = lower_for_weights(
                 lowered, grid, block, spec.shared_bytes,
-                options=Options(budget=budget, **unit_options(shape), param_words=sized.param_words),
+                options=Options(budget=budget, **unit_options(shape), param_words=sized.param_words,
+                                param_bank=sized_bank),
                 gmem_words=shape.gmem_words, arena_words=arena_words,
             )
             if len(prog.code) <= shape.rom_rows:

@@ -475,6 +475,7 @@ def test_engine_accepts_kernels_sharing_float_parts(name: str, monkeypatch) -> N
     """``engine.prepare`` for a 512-row ROM accepts the kernel, the program routes a shared
     float part, and the simulator over the engine's very program gives the interpreter's bits and
     PTX-level warp-instruction count."""
+    from qwengpu.codegen.softcore import unit_options
     from qwengpu.codegen.softmem import run_weights
     from qwengpu.runtime import engine
 
@@ -492,7 +493,8 @@ def test_engine_accepts_kernels_sharing_float_parts(name: str, monkeypatch) -> N
     assert len(prog.code) <= SMALL
     assert any(".core[" in r or r == "fprod" for r in built), built
     ref = _ref(cu, js)
-    res = run_weights(cu, js, options=soft.Options(budget=SMALL))
+    units = unit_options(MachineShape(rom_rows=SMALL))  # the lowering the engine runs for that shape
+    res = run_weights(cu, js, options=soft.Options(budget=SMALL, **units))
     assert [str(x) for x in res.program.code] == [str(x) for x in prog.code]
     for k, want in ref.outputs.items():  # type: ignore[attr-defined]
         assert res.outputs[k].tobytes() == want.tobytes(), f"{k}: weights {res.outputs[k]} interpreter {want}"

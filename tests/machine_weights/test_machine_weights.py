@@ -247,6 +247,33 @@ def test_lane_rows_take_the_atomics_turns(machine, monkeypatch):
     assert bad.outputs["out"].tolist() != [32]
 
 
+def test_launch_words_and_thread_indices_ride_in_the_rows(machine, monkeypatch, tmp_path):
+    """Issue 26: the integer dot's ``n`` and buffer windows are immediates of the rows that read
+    them (no ``ld.param`` pass) and ``threadIdx.x`` is read through the rows' ``a_sr`` field (no
+    ``s2r`` pass); the model writes 32, and 14 for a launch with n = 2 (another immediate in the
+    same rows: the model computes with the launch's word). Negative control: the rows encoded to
+    select ``warpid`` where they select the thread index (every lane reads 0) no longer give 32."""
+    import json
+
+    from qwengpu.isa.instr import SR
+    from qwengpu.runtime import engine
+
+    cu = ROOT / "bench" / "kernels" / "dot_int.cu"
+    prog = prepare(cu, None, shape_for(machine_config()))[1]
+    assert not any(x.op == "s2r" or x.op == "ld" and x.mod("space") == "param" for x in prog.code)
+    assert any(SR("tid.x") in x.s for x in prog.code)
+    run = run_machine(cu, model=machine[1])
+    assert run.passed and run.outputs["out"].tolist() == [32]
+    spec = json.loads(cu.with_suffix(".json").read_text())
+    spec["args"][2]["value"], spec["expected"]["out"] = 2, [14]
+    (tmp_path / "dot_int.json").write_text(json.dumps(spec))
+    two = run_machine(cu, tmp_path / "dot_int.json", model=machine[1])
+    assert two.passed and two.outputs["out"].tolist() == [14]
+    monkeypatch.setattr(engine, "SR_CODES", {**engine.SR_CODES, "tid": engine.SR_CODES["warpid"]})
+    bad = run_machine(cu, model=machine[1])
+    assert bad.outputs["out"].tolist() != [32]
+
+
 def test_many_buffers_fit_the_compact_layout(machine, monkeypatch):
     """Capacity of the global arena: six buffers (five inputs of 180 words, one output) end at word 928
     with 16-byte alignment and guards (within the 1,024 words of version 1's machine); the model
