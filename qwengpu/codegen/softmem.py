@@ -1221,7 +1221,9 @@ def _lower_for_weights(
 
     p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
     if options is not None and options.param_bank:
-        p = fold_param_loads(p, options.param_bank)
+        from qwengpu.codegen.regalloc import propagate_constants
+
+        p = fold_address_offsets(propagate_constants(fold_param_loads(p, options.param_bank)))
     if options is not None and options.special_operands:
         p = fold_special_reads(p)
     kr = k_regs if k_regs is not None else LIMITS.registers
@@ -1263,6 +1265,74 @@ def fold_param_loads(prog: Program, bank: bytes) -> Program:
                 continue
         out.append(ins)
     return replace(prog, code=out) if changed else prog
+
+
+_MEM_OPS = frozenset({"ld", "st"})
+_BLOCK_END = frozenset({"bra", "ret", "exit", "trap", "call", "bar"})
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 32) if v >> 31 else v
+
+
+def fold_address_offsets(prog: Program) -> Program:
+    """``addw r, c, x`` (a buffer's window plus an index: PTX's ``add.s64 %rd, %base, %off`` once
+    the window is an immediate, ``fold_param_loads``) whose every reader is the address of a
+    ``ld``/``st`` in the same straight run of rows -> those rows address ``x`` with ``c`` added to
+    their ``off`` field, and the ``addw`` goes: no pass and no result (three chunks a lane) for it.
+
+    Exact: a memory row's address is ``base + sext(a) + off`` (ISA ``amode`` s), the ``addw``'s
+    ``sext(c) + sext(x)``; the reads come after the ``addw`` with no row between that writes ``x``
+    or enters from elsewhere (no branch target, call or barrier), so they see the ``x`` it added.
+    A poisoned ``x`` (outside the window) still faults at the row; a sum the window could not hold
+    (the ``addw``'s poison) is an address far outside the machine's memory, which the simulator and
+    ``engine.BoundsWatch`` report as out of bounds. The watch still sees every address: it forms
+    each lane's from the register the model wrote and the row's ``off``."""
+    code = prog.code
+    targets = {x.target for x in code if x.target is not None}
+    defs: dict[int, int] = {}
+    for ins in code:
+        for d in ins.d:
+            if isinstance(d, R):
+                defs[d.n] = defs.get(d.n, 0) + 1
+    readers: dict[int, list[int]] = {}
+    for pc, ins in enumerate(code):
+        for x in ins.s:
+            if isinstance(x, R):
+                readers.setdefault(x.n, []).append(pc)
+    new: dict[int, MInstr | None] = {}
+    for pc, ins in enumerate(code):
+        if ins.op != "addw" or ins.guard is not None or ins.mod("lane") is not None or not ins.d:
+            continue
+        d = ins.d[0]
+        a, b = ins.s
+        sa, sb = ins.mod("sa"), ins.mod("sb")
+        if isinstance(a, R) and isinstance(b, Imm):
+            a, b, sa, sb = b, a, sb, sa
+        if not (isinstance(a, Imm) and isinstance(b, R) and sb == "s") or defs.get(d.n) != 1:
+            continue
+        c = _signed(a.v) if sa == "s" else a.v
+        uses = readers.get(d.n, [])
+        if not uses or any(q <= pc for q in uses) or {b.n, d.n} & prog.pinned:
+            continue
+        last = max(uses)
+        between = code[pc + 1 : last + 1]
+        if any(q in targets for q in range(pc + 1, last + 1)) or any(
+            x.op in _BLOCK_END for x in code[pc + 1 : last]) or any(b in x.d for x in between[:-1]):
+            continue
+        ok = all(
+            code[q].op in _MEM_OPS and code[q].s[0] == d and d not in code[q].s[1:] and q not in new
+            and code[q].mod("amode") == "s" and code[q].mod("space") == "global" for q in uses)
+        if not ok or b in code[last].d and code[last].op != "st":
+            continue
+        for q in uses:
+            y = code[q]
+            new[q] = replace(y, s=(b, *y.s[1:]), m={**y.m, "off": (y.mod("off") or 0) + c})
+        new[pc] = None
+    if not new:
+        return prog
+    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(code)
+                          if not (pc in new and new[pc] is None)])
 
 
 #: the special registers a ROM row can read as its operand a (``circuit.SR_CODES``; engine._specials)

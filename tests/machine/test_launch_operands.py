@@ -3,9 +3,10 @@ parameter words and buffer windows ride in the ROM rows that read them as immedi
 (``softmem.fold_param_loads``: a ``ld.param`` is the ``mov`` of its word that the ROM row is
 anyway; register allocation's constant propagation then puts the word into its readers), and a
 thread or block index is read by its readers through the row's ``a_sr`` field
-(``softmem.fold_special_reads``, ``isa.instr.SR``). Neither computes anything on the host: the
-rows still compute every value from the words. Also the zero at entry that one-lane rows no
-longer need (``regalloc._entry_reads``).
+(``softmem.fold_special_reads``, ``isa.instr.SR``); a buffer's window plus an index addresses
+the memory row directly (``softmem.fold_address_offsets``: the window in the row's ``off``). None
+computes anything on the host: the rows still compute every value from the words. Also the zero
+at entry that one-lane rows no longer need (``regalloc._entry_reads``).
 
 Checked here on the ISA simulator as the weights run it: the same bits as without the folds and
 as the kernels' meaning, fewer passes, a launch's own word in its rows (another ``n``, another
@@ -154,3 +155,48 @@ def test_one_lane_rows_need_no_zero_at_entry() -> None:
     assert dot.outputs["out"].tolist() == [32]
     assert not any(x.op == "mov" and x.s == (Imm(0),) for x in dot.program.code[:1])
 
+
+
+def _mem(op: str, a: object, *rest: object, d: tuple = ()) -> MInstr:
+    return MInstr(op, d, (a, *rest), {"space": "global", "size": 4, "amode": "s", "base": 0x7F00000000})
+
+
+def test_a_window_plus_an_index_addresses_the_row_directly() -> None:
+    """``addw r1, window, r2`` read only as the address of the loads and stores after it -> they
+    address ``r2`` with the window in ``off``; not when a row between rewrites ``r2``, when a branch
+    can enter between, or when the sum is also read as a value."""
+    import test_fmulf as tf
+
+    from qwengpu.codegen.softmem import fold_address_offsets
+
+    addw = MInstr("addw", (R(1),), (Imm(0x1D0), R(2)), {"sa": "s", "sb": "s"})
+    ld, st = _mem("ld", R(1), d=(R(3),)), _mem("st", R(1), R(3))
+    done = fold_address_offsets(tf._program([addw, ld, st, MInstr("exit", (), ())])).code
+    assert [x.op for x in done] == ["ld", "st", "exit"]
+    assert all(x.s[0] == R(2) and x.mod("off") == 0x1D0 for x in done[:2])
+    neg = replace(addw, s=(Imm(-8), R(2)))
+    assert fold_address_offsets(tf._program([neg, ld, MInstr("exit", (), ())])).code[0].mod("off") == -8
+    for code in ([addw, MInstr("add", (R(2),), (R(2), Imm(1))), ld, MInstr("exit", (), ())],
+                 [addw, MInstr("bra", (), (), target=2), ld, MInstr("exit", (), ())],
+                 [addw, ld, _mem("st", R(4), R(1)), MInstr("exit", (), ())]):
+        assert fold_address_offsets(tf._program(code)).code[0].op == "addw"
+
+
+def test_an_index_past_the_buffer_still_faults_with_its_thread(tmp_path: Path) -> None:
+    """With the window in the row's ``off``, an index one past the buffer is still reported as the
+    interpreter reports it (thread and address; the engine's bounds watch forms the same address)."""
+    from qwengpu.errors import ExecutionError
+
+    (tmp_path / "oob.cu").write_text("""
+extern "C" __global__ void oob(const int* a, int* out)
+{
+    int i = threadIdx.x;
+    out[i] = a[i + 4];
+}
+""")
+    (tmp_path / "oob.json").write_text(json.dumps({
+        "kernel": "oob", "grid": 1, "block": 4,
+        "args": [{"name": "a", "type": "i32*", "data": [1, 2, 3, 4, 5, 6, 7]},
+                 {"name": "out", "type": "i32*", "size": 4}], "outputs": ["out"]}))
+    with pytest.raises(ExecutionError, match=r"past the end of buffer 'a'(.|\n)*thread \(3, 0, 0\)"):
+        run_weights(tmp_path / "oob.cu", tmp_path / "oob.json", options=FOLDED)

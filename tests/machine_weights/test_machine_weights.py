@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-from qwengpu.codegen.soft import run_for_weights
 from qwengpu.errors import MachineLimitError
 from qwengpu.machine import protocol as P
 from qwengpu.runner import run_kernel
@@ -50,6 +49,16 @@ def chunked(machine):
 @pytest.fixture(scope="module")
 def vadd(machine):
     return run_machine(K / "vadd.cu", model=machine[1])
+
+
+def _weights_sim(cu: Path):
+    """The ISA simulator over the lowering the engine runs for this machine (``engine.prepare``:
+    its shape's units and row operands, the launch's parameter bank)."""
+    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softcore import unit_options
+    from qwengpu.codegen.softmem import run_weights
+
+    return run_weights(cu, options=Options(**unit_options(shape_for(machine_config()))))
 
 
 def _same(a: dict, b: dict) -> None:
@@ -159,7 +168,8 @@ def test_trace_counts_split_passes_into_warp_instructions():
 ])
 def test_model_equals_sim_and_interp(machine, chunked, name, replayed):
     """vadd: divergent guard (3 of 4 threads); intops/bitops: min/max, popc, clz, brev, shifts, sel
-    with two immediates; mul: multiplication as a sequence of weight ops; multi: 3 blocks of 64
+    with two immediates; mul: multiplication as a sequence of weight ops; sim.py runs the engine's
+    own lowering (``_weights_sim``); multi: 3 blocks of 64
     threads (2 warps, 16 lane groups), data-dependent loop trip counts (divergence and min-PC
     reconvergence), blockIdx; bar: 2 blocks of 64 threads exchanging values through global memory
     across three ``__syncthreads()``; banks: a 618-row program whose loop crosses between the two
@@ -168,7 +178,7 @@ def test_model_equals_sim_and_interp(machine, chunked, name, replayed):
     exactly sim.py's warp instructions, and the trace fed back in one prefill (chunked path,
     ``qwengpu.runtime.chunked``) gives every token again (multi and banks: in the slow run)."""
     run = run_machine(K / f"{name}.cu", model=machine[1], max_tokens=60000)
-    sim = run_for_weights(K / f"{name}.cu")
+    sim = _weights_sim(K / f"{name}.cu")
     ref = run_kernel(K / f"{name}.cu")
     _same(run.outputs, sim.outputs)
     _same(run.outputs, ref.outputs)
@@ -194,8 +204,9 @@ def test_trace_lines_show_what_the_model_wrote(machine):
     lines: list[str] = []
     run_machine(K / "vadd.cu", model=machine[1], trace=lines.append)
     assert lines[0] == "-- block 0 starts" and lines[-1].startswith("-- every thread exited")
-    assert any(x.endswith("s2r.tid.x r4  r4 = [0x0, 0x1, 0x2, 0x3]") for x in lines)
-    assert any(x.endswith("pred = [0, 0, 0, 1]") for x in lines)  # thread 3 fails the guard
+    # the thread index read by the compare itself (a row's a_sr operand), thread 3 failing the guard
+    assert any(x.endswith("setp.ge.s p0, %tid.x, 3  pred = [0, 0, 0, 1]") for x in lines)
+    assert any(x.endswith("mulw.s.s r0, %tid.x, 4  r0 = [0x0, 0x4, 0x8, -]") for x in lines)
     stores = "store lane 0  store lane 1  store lane 2"
     assert any("mask 0111  st." in x and x.endswith(stores) for x in lines)
 
@@ -420,10 +431,8 @@ def test_real_cuda_kernels_in_the_weights(machine, name):
     and warpsz (``warpSize``, WARP_SZ in PTX) run inside the model: outputs equal the
     interpreter, the weights' ISA program (``softmem.run_weights``) and the spec's NumPy values,
     and the bounds watch saw every address in bounds."""
-    from qwengpu.codegen.softmem import run_weights
-
     run = run_machine(K / f"{name}.cu", model=machine[1], max_tokens=60000)
-    sim = run_weights(K / f"{name}.cu")
+    sim = _weights_sim(K / f"{name}.cu")
     _same(run.outputs, sim.outputs)
     _same(run.outputs, run_kernel(K / f"{name}.cu").outputs)
     assert run.passed, run.mismatches
@@ -511,7 +520,7 @@ def test_double_literal_in_a_float_expression_in_the_weights(machine):
     cvt.rn.f32.f64); the model runs softfloat64's integer sequences for the three pair ops
     (4 threads, ~1250 warp instructions) and writes the spec's NumPy values, bit for bit."""
     run = run_machine(K / "halfx.cu", model=machine[1], max_tokens=100000)
-    sim = run_for_weights(K / "halfx.cu")
+    sim = _weights_sim(K / "halfx.cu")
     _same(run.outputs, sim.outputs)
     _same(run.outputs, run_kernel(K / "halfx.cu").outputs)
     assert run.passed, run.mismatches
@@ -628,10 +637,8 @@ def test_dpmatch_expected_values_are_the_definitions():
 def test_dp4a_match_and_sad_in_the_weights(machine):
     """dp4a, match.any and sad, lowered to the machine's ops (issue 26), inside the model: outputs
     equal the interpreter, the weights' ISA program and the spec's Python values, bit for bit."""
-    from qwengpu.codegen.softmem import run_weights
-
     run = run_machine(K / "dpmatch.cu", model=machine[1], max_tokens=60000)
-    sim = run_weights(K / "dpmatch.cu")
+    sim = _weights_sim(K / "dpmatch.cu")
     _same(run.outputs, sim.outputs)
     _same(run.outputs, run_kernel(K / "dpmatch.cu").outputs)
     assert run.passed, run.mismatches
