@@ -253,6 +253,10 @@ class Options:
     #: ``MachineShape``: ``circuit.register_file``'s ``a_sr``): an ``s2r`` all of whose readers
     #: can take it there is folded into them (``softmem.fold_special_reads``)
     special_operands: bool = False
+    #: a conditional branch over a few straight rows becomes those rows guarded, and a launch of
+    #: one machine block drops the zeros its registers already hold (``softmem.guard_short_skips``,
+    #: ``drop_first_zeros``)
+    guard_short_skips: bool = False
     #: lane-serialised loops (atomics, sub-word stores) as one copy per lane group of the warp
     #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
     #: fit the ROM with them
@@ -268,7 +272,7 @@ def unit_options(shape: object) -> dict[str, bool]:
     and its one-lane rows (every lowering for a machine passes them)."""
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
             "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
-            "special_operands": True}
+            "special_operands": True, "guard_short_skips": True}
 
 
 class Fresh:

@@ -1226,6 +1226,8 @@ def _lower_for_weights(
         p = fold_address_offsets(propagate_constants(fold_param_loads(p, options.param_bank)))
     if options is not None and options.special_operands:
         p = fold_special_reads(p)
+    if options is not None and options.guard_short_skips:
+        p = guard_short_skips(p)
     kr = k_regs if k_regs is not None else LIMITS.registers
     out = allocate(p, k_regs=kr)
     if out.spill_words:
@@ -1243,7 +1245,84 @@ def _lower_for_weights(
             )
         plan = replace(plan, spill_words=out.spill_words, spill_base=plan.low - need_words)
         out = _map_spills(out, plan)
-    return expand_one_lane(_const_plops(out)), plan
+    out = expand_one_lane(_const_plops(out))
+    if plan.mblocks == 1 and options is not None and options.guard_short_skips:
+        out = drop_first_zeros(out)
+    return out, plan
+
+
+#: the most rows a skipped run may have to be guarded instead (:func:`guard_short_skips`)
+SKIP_ROWS = 6
+#: ops a guarded row runs as the branch would have (no control, no one-lane expansion)
+_GUARDABLE = frozenset({"add", "sub", "and", "or", "xor", "shl", "shr", "min", "max", "mul", "mov", "not",
+                        "popc", "clz", "brev", "setp", "sel", "addw", "subw", "mulw", "ld", "st", "fadd",
+                        "fsub", "s2r"})  # fmt: skip
+
+
+def guard_short_skips(prog: Program) -> Program:
+    """``@p bra L`` over a short straight run of rows -> the run's rows guarded by ``!p`` and no
+    branch. Why: the branch is a pass of every lane group that reaches it, and a group whose lanes
+    split there pays a MASK token (and its lanes' passes stay apart until L); guarded rows run in
+    one pass of the whole group, each lane writing (and its result costing tokens) only where the
+    guard holds, as the lanes that fell through did. A group whose lanes all jump now passes the
+    run's rows instead of the branch: the run is at most ``SKIP_ROWS`` rows and not inside a loop,
+    the price of a bounds check's last group against one token saved in every other group (inside
+    a loop, a reduction's ``if (tid < s)``, most groups skip on most trips: ``smem_reduce`` wrote
+    16% more tokens by the cost model), and not on an equality (``if (tid == 0)``: most groups
+    skip).
+
+    The run: no branch, call, barrier or exit, no row already guarded or one-lane, none that
+    writes ``p``, no branch from elsewhere into it; its ops have the weights' guard (loads and
+    stores too: a guarded-off lane does not access memory)."""
+    code = prog.code
+    into: dict[int, int] = {}
+    for x in code:
+        if x.target is not None:
+            into[x.target] = into.get(x.target, 0) + 1
+    new: dict[int, MInstr | None] = {}
+    for b, br in enumerate(code):
+        g, lbl = br.guard, br.target
+        if br.op != "bra" or g is None or g.n == PT or lbl is None or not b + 1 < lbl <= b + 1 + SKIP_ROWS:
+            continue
+        run = code[b + 1 : lbl]
+        if any(x.op not in _GUARDABLE or x.guard is not None or x.mod("lane") is not None
+               or g.n in [d.n for d in x.d if isinstance(d, P)] for x in run):
+            continue
+        if any(into.get(q) for q in range(b + 1, lbl)) or any(q in new for q in range(b, lbl)):
+            continue
+        if any(y.target is not None and y.target <= b < q for q, y in enumerate(code)):
+            continue  # inside a loop: groups that all skip would pass the rows on every trip
+        if any(y.op == "setp" and y.mod("cmp") in ("eq", "ne") and P(g.n) in y.d for y in code):
+            continue  # ``if (tid == 0)``: most groups skip
+        new[b] = None
+        for q in range(b + 1, lbl):
+            new[q] = replace(code[q], guard=g.inv(), m=dict(code[q].m))
+    if not new:
+        return prog
+    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(code)
+                          if not (pc in new and new[pc] is None)])
+
+
+def drop_first_zeros(prog: Program) -> Program:
+    """For a launch of one machine block: an unguarded ``mov r, 0`` that is the first write of ``r``
+    on every path and runs once per thread goes, since the machine's registers (and the
+    simulator's) start at 0. Once: no branch from it or after it goes back to it or before it, and
+    it lies in the kernel, not in a routine the kernel calls (routines sit below the kernel, so
+    every path to it runs rows of smaller pcs only). First: no row of a smaller pc writes ``r``."""
+    code = prog.code
+    start = code[0].target if code and code[0].op == "bra" and code[0].guard is None else 0
+    back = min((x.target for pc, x in enumerate(code) if x.op == "bra" and x.target is not None
+                and x.target <= pc), default=len(code))
+    written: set[int] = set()
+    drop: set[int] = set()
+    for pc, x in enumerate(code):
+        if (start <= pc < back and x.op == "mov" and x.guard is None and x.mod("lane") is None
+                and x.s == (Imm(0),) and x.d[0].n not in written):
+            drop.add(pc)
+        written.update(d.n for d in x.d if isinstance(d, R))
+    if not drop:
+        return prog
+    return rebuild(prog, [(pc, x) for pc, x in enumerate(code) if pc not in drop])
 
 
 def fold_param_loads(prog: Program, bank: bytes) -> Program:

@@ -6,7 +6,9 @@ thread or block index is read by its readers through the row's ``a_sr`` field
 (``softmem.fold_special_reads``, ``isa.instr.SR``); a buffer's window plus an index addresses
 the memory row directly (``softmem.fold_address_offsets``: the window in the row's ``off``). None
 computes anything on the host: the rows still compute every value from the words. Also the zero
-at entry that one-lane rows no longer need (``regalloc._entry_reads``).
+at entry that one-lane rows no longer need (``regalloc._entry_reads``), a branch over a few rows
+made those rows guarded (``softmem.guard_short_skips``), and the zeros a one-block launch's
+registers already hold (``softmem.drop_first_zeros``).
 
 Checked here on the ISA simulator as the weights run it: the same bits as without the folds and
 as the kernels' meaning, fewer passes, a launch's own word in its rows (another ``n``, another
@@ -33,10 +35,11 @@ from qwengpu.model.configs import shape_named
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = unit_options(shape_named("2b"))
-PLAIN = Options(**{**UNITS, "special_operands": False})
 FOLDED = Options(**UNITS)
+NO_SKIPS = replace(FOLDED, guard_short_skips=False)
+PLAIN = replace(NO_SKIPS, special_operands=False)
 CORPUS = ["vec_add", "saxpy", "matmul", "histogram", "scan_hillis_steele", "shfl_reduce", "smem_reduce",
-          "gcd", "transpose_2d", "int64_arith"]
+          "gcd", "transpose_2d", "int64_arith", "scan_blelloch", "loop_break", "device_call"]
 
 INDEX_SRC = """
 extern "C" __global__ void idx(int n, int* out)
@@ -65,15 +68,16 @@ def _index_meaning(n: int) -> list[int]:
 
 @pytest.mark.parametrize("name", CORPUS)
 def test_the_folds_keep_the_bits_in_fewer_passes(name: str) -> None:
-    """Corpus kernels: outputs bit for bit those without the folds and the spec's expected values
-    (from the kernels' meaning); never more passes, and fewer where a word or an index was read."""
+    """Corpus kernels: outputs bit for bit those without the folds and guarded skips and the
+    spec's expected values (from the kernels' meaning); the folds alone never take more passes.
+    (The guarded skips may: ``scan_blelloch``'s unrolled ``if (t < d)`` is skipped by most groups.)"""
     cu, spec = ROOT / "kernels" / f"{name}.cu", ROOT / "kernels" / f"{name}.json"
     folded = run_weights(cu, spec, options=FOLDED)
     plain = run_weights(cu, spec, options=PLAIN, fold_params=False)
     assert folded.passed and plain.passed
     for k, v in plain.outputs.items():
         assert folded.outputs[k].tobytes() == v.tobytes(), k
-    assert folded.stats["passes"] <= plain.stats["passes"]
+    assert run_weights(cu, spec, options=NO_SKIPS).stats["passes"] <= plain.stats["passes"]
     assert not any(x.op == "ld" and x.mod("space") == "param" for x in folded.program.code)
 
 
@@ -200,3 +204,67 @@ extern "C" __global__ void oob(const int* a, int* out)
                  {"name": "out", "type": "i32*", "size": 4}], "outputs": ["out"]}))
     with pytest.raises(ExecutionError, match=r"past the end of buffer 'a'(.|\n)*thread \(3, 0, 0\)"):
         run_weights(tmp_path / "oob.cu", tmp_path / "oob.json", options=FOLDED)
+
+
+def test_the_integer_dots_guard_runs_as_guarded_rows() -> None:
+    """``int p = i < n ? a[i] * b[i] : 0``: the branch over the four rows goes (its pass, and the
+    MASK its split group paid), the rows are guarded by the compare, and the zero ``p`` starts with
+    is the register's own (one block): the same 32 in two passes fewer."""
+    cu = ROOT / "bench/kernels/dot_int.cu"
+    now = run_weights(cu, options=FOLDED)
+    before = run_weights(cu, options=NO_SKIPS)
+    assert now.outputs["out"].tolist() == before.outputs["out"].tolist() == [32]
+    code = now.program.code
+    assert not any(x.op == "bra" for x in code)
+    assert [x.op for x in code if x.guard is not None] == ["mulw", "ld", "ld", "mul"]
+    assert not any(x.op == "mov" and x.s == (Imm(0),) for x in code)
+    assert any(x.op == "mov" and x.s == (Imm(0),) for x in before.program.code)
+    assert now.stats["passes"] == before.stats["passes"] - 2
+
+
+def test_a_skip_stays_a_branch_where_guarding_would_cost_more() -> None:
+    """Not inside a loop (groups that all skip would pass the rows every trip), not on an equality
+    (``if (tid == 0)``), not over a call, a row already guarded, one that writes the predicate, or
+    more than ``SKIP_ROWS`` rows, and not when a branch from elsewhere lands inside."""
+    import test_fmulf as tf
+
+    from qwengpu.codegen.softmem import SKIP_ROWS, guard_short_skips
+
+    p = P(1)
+    setp = MInstr("setp", (p,), (R(2), Imm(5)), {"cmp": "lt", "sign": "s"})
+    body = [MInstr("add", (R(3),), (R(2), Imm(1))), MInstr("add", (R(4),), (R(3), Imm(2)))]
+    skip = MInstr("bra", (), (), guard=p, target=4)
+    end = [MInstr("exit", (), ())]
+    done = guard_short_skips(tf._program([setp, skip, *body, *end])).code
+    assert [x.op for x in done] == ["setp", "add", "add", "exit"]
+    assert all(x.guard == p.inv() for x in done[1:3])
+
+    def kept(code: list[MInstr]) -> bool:
+        return any(x.op == "bra" and x.guard is not None for x in guard_short_skips(tf._program(code)).code)
+
+    assert kept([setp, skip, *body, MInstr("bra", (), (), target=0), *end])  # a loop around it
+    assert kept([replace(setp, m={"cmp": "eq", "sign": "s"}), skip, *body, *end])
+    assert kept([setp, skip, body[0], replace(body[1], guard=P(2)), *end])
+    assert kept([setp, skip, body[0], MInstr("setp", (p,), (R(3), Imm(0)), {"cmp": "lt", "sign": "s"}), *end])
+    assert kept([setp, MInstr("bra", (), (), target=3), replace(skip, target=5), *body, *end])  # lands inside
+    long = [MInstr("add", (R(3),), (R(3), Imm(k))) for k in range(SKIP_ROWS + 1)]
+    assert kept([setp, replace(skip, target=2 + len(long)), *long, *end])
+
+
+def test_only_a_first_zero_of_a_one_pass_row_goes() -> None:
+    """``drop_first_zeros``: the machine's registers start at 0, so a ``mov r, 0`` that is the
+    first write of ``r`` and runs once per thread is the register's own value; a zero after
+    another write of ``r``, or inside a loop, stays (the engine applies it to launches of one
+    machine block only: registers persist across blocks)."""
+    import test_fmulf as tf
+
+    from qwengpu.codegen.softmem import drop_first_zeros
+
+    zero = MInstr("mov", (R(1),), (Imm(0),))
+    use = MInstr("add", (R(2),), (R(1), Imm(3)))
+    end = MInstr("exit", (), ())
+    assert [x.op for x in drop_first_zeros(tf._program([zero, use, end])).code] == ["add", "exit"]
+    again = [MInstr("mov", (R(1),), (Imm(7),)), use, zero, use, end]
+    assert len(drop_first_zeros(tf._program(again)).code) == 5
+    loop = [zero, use, MInstr("bra", (), (), guard=P(1), target=0), end]
+    assert len(drop_first_zeros(tf._program(loop)).code) == 4
