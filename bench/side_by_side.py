@@ -10,6 +10,7 @@ interpreter by machine_weights.py; a kernel that is not exact in either tree is 
 
     python bench/side_by_side.py --base 695abf7 --shape 2b            # dot, dot_int, the 10-kernel sample
     python bench/side_by_side.py --base 695abf7 --shape test -k vec_add,gcd
+    python bench/side_by_side.py --base 3da9e5b --shape 2b -k dot,dot_int  # the two demos only
     python bench/side_by_side.py --from-logs BEFORE.jsonl AFTER.jsonl   # print the table of two logs
     python bench/side_by_side.py --base 695abf7 --shape 2b --runtime-of-this-tree
 
@@ -122,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the baseline's machine on this tree's fast runtime (qwengpu/runtime/fast.py)")
     args = ap.parse_args(argv)
     names = args.k.split(",") if args.k else list(SAMPLE)
-    items = [d for d in DEMOS if not args.k] + [("kernels", n) for n in names]
+    demos = {n for _, n in DEMOS}  # -k dot,dot_int: the demos from their own folders
+    items = [d for d in DEMOS if not args.k or d[1] in names]
+    items += [("kernels", n) for n in names if n not in demos]
     if args.from_logs:
         before, after = (_rows(p) for p in args.from_logs)
     else:
