@@ -1251,6 +1251,15 @@ def _lower_for_weights(
     return out, plan
 
 
+def _rewrite(prog: Program, new: dict[int, MInstr | None]) -> Program:
+    """``prog`` with the rows of ``new`` replaced (None: removed; branches to a removed row land on
+    the next one, ``regalloc.rebuild``); ``prog`` itself when ``new`` is empty."""
+    if not new:
+        return prog
+    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(prog.code)
+                          if not (pc in new and new[pc] is None)])
+
+
 #: the most rows a skipped run may have to be guarded instead (:func:`guard_short_skips`)
 SKIP_ROWS = 6
 #: ops a guarded row runs as the branch would have (no control, no one-lane expansion)
@@ -1279,6 +1288,8 @@ def guard_short_skips(prog: Program) -> Program:
     for x in code:
         if x.target is not None:
             into[x.target] = into.get(x.target, 0) + 1
+    back_edges = [(y.target, q) for q, y in enumerate(code) if y.target is not None and y.target <= q]
+    equalities = {d.n for y in code if y.op == "setp" and y.mod("cmp") in ("eq", "ne") for d in y.d}
     new: dict[int, MInstr | None] = {}
     for b, br in enumerate(code):
         g, lbl = br.guard, br.target
@@ -1290,17 +1301,14 @@ def guard_short_skips(prog: Program) -> Program:
             continue
         if any(into.get(q) for q in range(b + 1, lbl)) or any(q in new for q in range(b, lbl)):
             continue
-        if any(y.target is not None and y.target <= b < q for q, y in enumerate(code)):
+        if any(t <= b < q for t, q in back_edges):
             continue  # inside a loop: groups that all skip would pass the rows on every trip
-        if any(y.op == "setp" and y.mod("cmp") in ("eq", "ne") and P(g.n) in y.d for y in code):
+        if g.n in equalities:
             continue  # ``if (tid == 0)``: most groups skip
         new[b] = None
         for q in range(b + 1, lbl):
             new[q] = replace(code[q], guard=g.inv(), m=dict(code[q].m))
-    if not new:
-        return prog
-    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(code)
-                          if not (pc in new and new[pc] is None)])
+    return _rewrite(prog, new)
 
 
 def drop_first_zeros(prog: Program) -> Program:
@@ -1395,9 +1403,8 @@ def fold_address_offsets(prog: Program) -> Program:
         if not uses or any(q <= pc for q in uses) or {b.n, d.n} & prog.pinned:
             continue
         last = max(uses)
-        between = code[pc + 1 : last + 1]
         if any(q in targets for q in range(pc + 1, last + 1)) or any(
-            x.op in _BLOCK_END for x in code[pc + 1 : last]) or any(b in x.d for x in between[:-1]):
+                x.op in _BLOCK_END or b in x.d for x in code[pc + 1 : last]):
             continue
         ok = all(
             code[q].op in _MEM_OPS and code[q].s[0] == d and d not in code[q].s[1:] and q not in new
@@ -1408,10 +1415,7 @@ def fold_address_offsets(prog: Program) -> Program:
             y = code[q]
             new[q] = replace(y, s=(b, *y.s[1:]), m={**y.m, "off": (y.mod("off") or 0) + c})
         new[pc] = None
-    if not new:
-        return prog
-    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(code)
-                          if not (pc in new and new[pc] is None)])
+    return _rewrite(prog, new)
 
 
 #: the special registers a ROM row can read as its operand a (``circuit.SR_CODES``; engine._specials)
@@ -1489,10 +1493,7 @@ def _fold_special_reads(prog: Program) -> Program:
         if readers and all(y is not None for y in done.values()):
             new.update(done)
             new[defs[v][0]] = None
-    if not new:
-        return prog
-    return rebuild(prog, [(pc, new.get(pc, ins)) for pc, ins in enumerate(prog.code)
-                          if not (pc in new and new[pc] is None)])
+    return _rewrite(prog, new)
 
 
 def expand_one_lane(prog: Program) -> Program:
