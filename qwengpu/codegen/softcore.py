@@ -257,6 +257,9 @@ class Options:
     #: one machine block drops the zeros its registers already hold (``softmem.guard_short_skips``,
     #: ``drop_first_zeros``)
     guard_short_skips: bool = False
+    #: division-by-zero checks that a test on every path already decides are dropped, and the
+    #: division then skips its divisor clamp (``codegen.nonzero``: Euclid's loop loses 3 of 19 rows)
+    decided_zero_checks: bool = False
     #: lane-serialised loops (atomics, sub-word stores) as one copy per lane group of the warp
     #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
     #: fit the ROM with them
@@ -272,7 +275,7 @@ def unit_options(shape: object) -> dict[str, bool]:
     and its one-lane rows (every lowering for a machine passes them)."""
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
             "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
-            "special_operands": True, "guard_short_skips": True}
+            "special_operands": True, "guard_short_skips": True, "decided_zero_checks": True}
 
 
 class Fresh:
@@ -1787,12 +1790,14 @@ def _x_mad(ins: MInstr, fr: Fresh) -> list[MInstr]:
 # ---------------------------------------------------------------------------------------------
 # integer division
 # ---------------------------------------------------------------------------------------------
-def udivmod_into(s: Seq, n: R | Imm, d: R | Imm, want_q: bool = True) -> tuple[R, R]:
+def udivmod_into(s: Seq, n: R | Imm, d: R | Imm, want_q: bool = True,
+                 nonzero: bool = False) -> tuple[R, R]:
     """(n / d, n % d) unsigned, d != 0: the divisor aligned under the dividend's top bit, then one
     compare-and-subtract per quotient bit (7 instructions each, as many as the quotient has bits:
     a few for the small quotients of index arithmetic, at most 32). ``want_q=False`` skips the
-    quotient (5 per bit). A lane with d == 0 (the lowering traps first) still ends."""
-    if not (isinstance(d, Imm) and d.v):
+    quotient (5 per bit). A lane with d == 0 (the lowering traps first) still ends: d is clamped
+    to 1 unless ``nonzero`` says no lane reaching here has d == 0 (``codegen.nonzero``)."""
+    if not (isinstance(d, Imm) and d.v) and not nonzero:
         d = s.op("max", d, Imm(1), sign="u")
     q = s.op("mov", Imm(0))
     r = s.op("mov", n)
@@ -1822,23 +1827,41 @@ def _x_idiv(ins: MInstr, fr: Fresh) -> list[MInstr]:
     s = Seq(fr)
     a, b = ins.s
     quotient = ins.op == "idiv"
+    nonzero = bool(ins.m.get("nz"))  # codegen.nonzero: every lane reaching here has b != 0
     if ins.mod("sign") != "s":
-        q, r = udivmod_into(s, a, b, quotient)
+        q, r = udivmod_into(s, a, b, quotient, nonzero)
         s.into(ins.d[0], "mov", q if quotient else r)
         return s.code
 
-    def mag(x: R | Imm) -> tuple[R | Imm, R | Imm]:
+    def mag(x: R | Imm, nonneg: bool) -> tuple[R | Imm, R | Imm]:
+        """(|x|, its sign mask): x itself and 0 when every lane reaching here has x >= 0
+        (``codegen.nonzero``'s ``nna``/``nnb``, or a static bound below 2^31)."""
         if isinstance(x, Imm):
             v = _s32(x.v)
             return Imm(abs(v)), Imm(M32 if v < 0 else 0)
+        if nonneg or s.fr.bits(x) < 32:
+            return x, Imm(0)
         sx = s.op("shr", x, Imm(31), sign="s")
         return s.op("sub", s.op("xor", x, sx), sx), sx
 
-    (an, sn), (ad, sd) = mag(a), mag(b)
-    q, r = udivmod_into(s, an, ad, quotient)
-    sg = s.op("xor", sn, sd) if quotient else sn
+    (an, sn), (ad, sd) = mag(a, bool(ins.m.get("nna"))), mag(b, bool(ins.m.get("nnb")))
+    q, r = udivmod_into(s, an, ad, quotient, nonzero)
     v = q if quotient else r
-    s.into(ins.d[0], "sub", s.op("xor", v, sg), sg)
+    sg: R | Imm  # the result's sign mask: the dividend's for a remainder, both for a quotient
+    if not quotient:
+        sg = sn
+    elif isinstance(sn, Imm) and isinstance(sd, Imm):
+        sg = Imm(sn.v ^ sd.v)
+    elif sn == Imm(0) or sd == Imm(0):
+        sg = sd if sn == Imm(0) else sn
+    else:
+        sg = s.op("xor", sn, sd)
+    if isinstance(sg, Imm) and sg.v == 0:
+        s.into(ins.d[0], "mov", v)
+    elif isinstance(sg, Imm):  # every lane's result negated (a negative constant operand)
+        s.into(ins.d[0], "sub", Imm(0), v)
+    else:
+        s.into(ins.d[0], "sub", s.op("xor", v, sg), sg)
     return s.code
 
 

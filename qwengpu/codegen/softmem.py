@@ -1147,6 +1147,7 @@ def expand_with_launch(
 ) -> tuple[Program, MemPlan]:
     """Plan + launch specials + prologue + ``soft.expand_for_weights`` + shadow stores (virtual
     registers; allocate next, and map spills with ``finish_allocation``)."""
+    from qwengpu.codegen.nonzero import drop_decided_zero_checks
     from qwengpu.codegen.regalloc import propagate_constants
 
     plan = plan_memory(prog, grid, block, dynamic_shared, gmem_words)
@@ -1154,6 +1155,8 @@ def expand_with_launch(
     # expanding, so the sequences see them (a multiply by ntid.x is a multiply by a constant)
     p, entry = _launch_pass(prog, plan)
     p = propagate_constants(p)
+    if options is not None and options.decided_zero_checks:
+        p = drop_decided_zero_checks(p)
     if plan.turns is not None:  # barriers and exits taken in turns; the saved values below the rest
         p, t = turns_pass(p, plan.turns, entry, plan.low)
         low = t.save_base
