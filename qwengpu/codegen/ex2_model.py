@@ -9,7 +9,7 @@ shift or compare of a pair computes exactly what the sequence's two-word code co
 ``tests/machine/test_softfloat.py`` checks that the model and the expanded machine code agree
 bit for bit, so the exhaustive result transfers to the sequence.
 
-The algorithm (everything integer, no multiply):
+The algorithm (everything integer; the multiplier for the last step only):
 
 * Decode: ``x = +-mt * 2^(E8 - 158)`` with ``mt = (|x| << 8) | 2^31``; ``|x| * 2^63`` is
   ``mt << s`` (``s = E8 - 95``, a 64-bit shift); its bits above 2^63 are the integer part ``I``,
@@ -27,8 +27,13 @@ The algorithm (everything integer, no multiply):
     ``log2(1+u) = (u - u^2/2 + u^3/3 - ...) / ln 2`` with ``A_k = C >> k`` (``C = 2^63 / ln 2``,
     64 bits), ``B_k = floor(2^(62-2k) / ln 2)`` (>> 2 per trip), ``D_k = floor(2^(63-3k) /
     (3 ln 2))`` (>> 3 per trip); the next term is below 0.2 units.
-  - k = 33..63: ``F < 2^32`` now; one word and ``L_k = A_k = floor(2^(63-k) / ln 2)`` (>> 1 per
-    trip, the u^2 term is below 0.1 units); ``y >> k`` is the high word of z shifted.
+  - the rest: ``F < 2^32`` now, so ``2^(F / 2^63) = 1 + u + u^2/2 + ...`` with ``u = F ln 2 /
+    2^63 < 2^-31``: one product instead of more steps. ``y (1 + u)`` adds ``dz = y u 2^64 = t1 +
+    t1 z / 2^64`` with ``t1 = F (2 ln 2) = F + mulhi(F, K1)`` (``K1 = floor((2 ln 2 - 1) 2^32)``),
+    the second term taken as ``mulhi(t1 mod 2^32, z_hi) + [t1 >= 2^32] z_hi``. Dropped: u^2/2
+    (below 2 units of 2^-64), K1's floor and the two products' low words (below 1 unit each), and
+    ``t1 z_lo / 2^64`` (below 2 units). (Until 2f5c49d this was a loop of the BKM steps k = 33..63,
+    ``L_k = floor(2^(63-k) / ln 2)``: 31 trips of 11 rows.)
 
   The result is within about 2^-59.9 (relative) of 2^f: error of the constants (floors), of the
   truncated ``y >> k``, and the residual F.
@@ -58,8 +63,8 @@ C = 0xB8AA3B295C17F0BB
 #: B_16 = floor(2^30 / ln 2), D_16 = floor(2^15 / (3 ln 2))
 B16 = 0x5C551D94
 D16 = 0x3D8E
-#: A_33 = floor(2^30 / ln 2)
-A33 = 0x5C551D94
+#: K1 = floor((2 ln 2 - 1) * 2^32): F * 2 ln 2 = F + mulhi(F, K1)
+K1 = 0x62E42FEF
 #: |x| >= 2^8 (exponent field >= 135): inf / +0 / NaN without computing
 BIG = 0x43800000
 
@@ -79,7 +84,7 @@ def exact_constants() -> dict:
             "C": int(mp.floor(mp.mpf(2) ** 63 / ln2)),
             "B16": int(mp.floor(mp.mpf(2) ** 30 / ln2)),
             "D16": int(mp.floor(mp.mpf(2) ** 15 / (3 * ln2))),
-            "A33": int(mp.floor(mp.mpf(2) ** 30 / ln2)),
+            "K1": int(mp.floor((2 * ln2 - 1) * mp.mpf(2) ** 32)),
         }
 
 
@@ -149,18 +154,11 @@ def bkm(F: np.ndarray) -> np.ndarray:
             np.add(z, t, out=z, where=p)
             b >>= 2
             d >>= 3
-        f = F & _U64(M32)  # one word from here on (the high word is 0)
-        a = A33
-        k = 33
-        while a:
-            p = f >= _U64(a)
-            np.subtract(f, _U64(a), out=f, where=p)
-            # t = (z_hi >> (k - 32)) + 2^(64-k), a 32-bit sum
-            np.right_shift(z, _U64(k), out=t)
-            t += _U64(1 << (64 - k))
-            np.add(z, t, out=z, where=p)
-            a >>= 1
-            k += 1
+        f = F & _U64(M32)  # one word from here on (the high word is 0): z += t1 + t2 (64 bits)
+        t1 = f + ((f * _U64(K1)) >> _U64(32))  # F * 2 ln 2, up to 33 bits
+        zh = z >> _U64(32)
+        t2 = (((t1 & _U64(M32)) * zh) >> _U64(32)) + np.where(t1 >> _U64(32) != 0, zh, _U64(0))
+        z += t1 + t2
     return z
 
 
@@ -205,4 +203,4 @@ def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, f
     return np.where(pspec, spec, round_pack_rn(e, mn, ftz)).astype(_U32)
 
 
-__all__ = ["P1", "K_HI", "C", "B16", "D16", "A33", "BIG", "exact_constants", "decode", "bkm", "core", "ex2"]
+__all__ = ["P1", "K_HI", "C", "B16", "D16", "K1", "BIG", "exact_constants", "decode", "bkm", "core", "ex2"]

@@ -52,8 +52,9 @@ Cost (``python bench/softfloat_cost.py``; machine instructions, = warp instructi
 with the multiplier and the adders: fmul.rn 56 and ffma.rn 85 on the fast path, 71 / 154 for the
 integer sequence): fadd 47-52, fmul 127-141, ffma 210-226, fmin/fmax 11-21, fsetp 4-16, i2f 11-20, f2i 18-25,
 frnd 3-21. ``fdiv``/``fsqrt``: restoring loops; ``fex2`` (ex2.approx, rn(2^x)): shift-and-add
-(BKM) loops, ~300 rows and ~1150 issued, no multiply (``ex2_model.py``; exact on all 2^32 inputs,
-``bench/ex2_exhaustive.py``). Not here: lg2/sin/cos/tanh.approx, which the lowering refuses.
+(BKM) steps and, for the last 31, one product: ~330 rows and ~830 issued on the multiplier
+(``ex2_model.py``; exact on all 2^32 inputs, ``bench/ex2_exhaustive.py``). Not here:
+lg2/sin/cos/tanh.approx, which the lowering refuses.
 """
 
 from __future__ import annotations
@@ -1209,7 +1210,7 @@ def expand_fsqrt(ins: MInstr, fr: object) -> list[MInstr]:
 
 
 # =============================================================================================
-# ex2.approx: rn(2^x) by shift-and-add (BKM), see ``ex2_model.py`` for the algorithm
+# ex2.approx: rn(2^x) by shift-and-add (BKM) and a last product, see ``ex2_model.py``
 # =============================================================================================
 def _fex2_core(b: _B, a: Val) -> tuple:
     """The rounding-independent part of ``fex2`` (the same for ftz: a subnormal operand acts as
@@ -1303,22 +1304,20 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     b._emit("shr", (oh,), (oh, Imm(1)), sign="u")
     b.bra(top, b.setp("ne", oh, Imm(0)))
 
-    # k = 33..63: F < 2^32 (fl), L_k = A_k = floor(2^(63-k) / ln 2); y >> k = z_hi >> (k - 32)
-    av = b.fresh_copy(Imm(em.A33))
-    b._emit("mov", (k,), (Imm(1),))  # k - 32
-    b._emit("mov", (oh,), (Imm(SIGN),))  # 2^(64-k)
-    top3 = b.label()
-    b.place(top3)
-    p = b.setp("ge", fl, av)
-    b._emit("sub", (fl,), (fl, av), guard=p)
-    t = b.add(b.shr(zh, k), oh)
-    b._emit("add", (zl,), (zl, t), guard=p)
-    c = b.setp("lt", zl, t, bop="and", c=p)
-    b._emit("add", (zh,), (zh, Imm(1)), guard=c)
-    b._emit("shr", (av,), (av, Imm(1)), sign="u")
-    b._emit("add", (k,), (k, Imm(1)))
-    b._emit("shr", (oh,), (oh, Imm(1)), sign="u")
-    b.bra(top3, b.setp("ne", av, Imm(0)))
+    # the rest as one product (F < 2^32, in fl): z += t1 + t2, t1 = F * 2 ln 2 = fl + mulhi(fl, K1)
+    # (33 bits: c1 its carry), t2 = mulhi(t1 mod 2^32, zh) + c1 * zh (33 bits: c2 its carry)
+    m = b.op("mulhi", fl, Imm(em.K1), sign="u")
+    t1 = b.add(fl, m)
+    c1 = b.setp("lt", t1, m)
+    t2 = b.op("mulhi", t1, zh, sign="u")
+    t2 = b.cond(c1, t2, "add", t2, zh)
+    c2 = b.setp("lt", t2, zh, bop="and", c=c1)
+    zl = b.add(zl, t1)
+    a1 = b.setp("lt", zl, t1)
+    zl = b.add(zl, t2)
+    a2 = b.setp("lt", zl, t2)
+    for carry in (c1, c2, a1, a2):
+        zh = b.cond(carry, zh, "add", zh, Imm(1))
     mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
 
     def late() -> tuple:
