@@ -42,10 +42,6 @@ _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le
 _MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
 
 
-def _s32(v: int) -> int:
-    return v - (1 << 32) if v >> 31 else v
-
-
 def _nonzero_src(x: object, nz: frozenset[int]) -> bool:
     return (isinstance(x, Imm) and x.v != 0) or (isinstance(x, R) and x.n in nz)
 
@@ -118,7 +114,7 @@ def implied(cmp: str, sign: str, k: int) -> tuple[bool, bool]:
     if cmp == "ne":
         return k == 0, False
     if sign == "s":
-        v = _s32(k)
+        v = k - (k >> 31 << 32)  # k as s32
         lower = {"ge": v, "gt": v + 1}.get(cmp)  # r >= lower
         upper = {"le": v, "lt": v - 1}.get(cmp)  # r <= upper
         if lower is not None:

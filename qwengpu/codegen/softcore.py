@@ -257,8 +257,9 @@ class Options:
     #: one machine block drops the zeros its registers already hold (``softmem.guard_short_skips``,
     #: ``drop_first_zeros``)
     guard_short_skips: bool = False
-    #: division-by-zero checks that a test on every path already decides are dropped, and the
-    #: division then skips its divisor clamp (``codegen.nonzero``: Euclid's loop loses 3 of 19 rows)
+    #: what the tests on every path decide about a division's operands (``codegen.nonzero``): a
+    #: division-by-zero check no lane can fire is dropped, the divisor's clamp after a check, and
+    #: the magnitude and sign rows of an operand known non-negative (Euclid's loop: 19 -> 16 rows)
     decided_zero_checks: bool = False
     #: lane-serialised loops (atomics, sub-word stores) as one copy per lane group of the warp
     #: (``softmem._lane_loop``): fewer passes, more ROM rows; off only when a program does not
