@@ -3,6 +3,7 @@
     python bench/ex2_exhaustive.py            # all 2^32 inputs, ftz off and on (~30-40 min, 1 core)
     python bench/ex2_exhaustive.py --quick    # 2^22 random inputs + the interesting ranges (~10 s)
     python bench/ex2_exhaustive.py --start 0x3f000000 --count 0x1000000
+    python bench/ex2_exhaustive.py --no-multiplier   # the sequence of a machine without the multiplier
 
 The machine's integer sequence (``softfloat.expand_fex2``) is far too slow to run 2^33 times in
 the ISA simulator, so this runs ``qwengpu.codegen.ex2_model``, a NumPy model that computes the
@@ -30,9 +31,11 @@ from qwengpu.simt import fp32  # noqa: E402
 CHUNK = 1 << 24
 
 
-def check(a: np.ndarray, stats: dict, show: int = 5) -> None:
-    """Compare model and oracle on the inputs ``a`` for ftz off and on; accumulate in ``stats``."""
-    core = ex2_model.core(a)
+def check(a: np.ndarray, stats: dict, show: int = 5, multiplier: bool = True) -> None:
+    """Compare model and oracle on the inputs ``a`` for ftz off and on; accumulate in ``stats``.
+    ``multiplier``: the sequence of a machine with the multiplier (the 2B shape: the step k = 16
+    and ``ex2_model.poly_tail``), else the test shape's (the loop and the one-product tail)."""
+    core = ex2_model.core(a, multiplier)
     for ftz in (False, True):
         got = ex2_model.finish(*core, ftz)
         want = fp32.ex2_approx(a, ftz)
@@ -65,17 +68,20 @@ def main() -> int:
     ap.add_argument("--start", type=lambda s: int(s, 0), default=0, help="first input (bits)")
     ap.add_argument("--count", type=lambda s: int(s, 0), default=1 << 32, help="number of inputs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-multiplier", action="store_true",
+                    help="check the sequence of a machine without the multiplier (the test shape)")
     args = ap.parse_args()
+    mul = not args.no_multiplier
     stats = {f: {"checked": 0, "mismatches": 0, "first": []} for f in (False, True)}
     t0 = time.perf_counter()
     if args.quick:
-        check(quick_inputs(args.seed), stats)
+        check(quick_inputs(args.seed), stats, multiplier=mul)
     else:
         start, stop = args.start, min(args.start + args.count, 1 << 32)
         nchunks = -(-(stop - start) // CHUNK)
         for j, lo in enumerate(range(start, stop, CHUNK)):
             hi = min(lo + CHUNK, stop)
-            check(np.arange(lo, hi, dtype=np.uint64).astype(np.uint32), stats)
+            check(np.arange(lo, hi, dtype=np.uint64).astype(np.uint32), stats, multiplier=mul)
             el = time.perf_counter() - t0
             bad = stats[False]["mismatches"] + stats[True]["mismatches"]
             print(
