@@ -1117,6 +1117,9 @@ def _fdiv_core(b: _B, a: Val, c: Val, ftz: bool) -> tuple:
     plt = b.setp("lt", num, den)
     num = b.cond(plt, num, "add", num, num)
     e = b.cond(plt, e, "sub", e, Imm(1))
+    if getattr(getattr(b.fr, "opts", None), "native_mul", False):
+        q, r = _fdiv_digits(b, num, den)
+        return (s, e, b.or_(q, b.minu(r, Imm(1)))), lambda: _fdiv_specials(b, s, aa, ac)
     r = b.fresh_copy(b.sub(num, den))  # the first quotient bit is one
     q = b.fresh_copy(Imm(1))
     top = b.label()
@@ -1129,20 +1132,56 @@ def _fdiv_core(b: _B, a: Val, c: Val, ftz: bool) -> tuple:
         b._emit("add", (q,), (q, Imm(1)), guard=p)
     b.bra(top, b.setp("lt", q, Imm(1 << 30)))
     mn = b.or_(q, b.minu(r, Imm(1)))
+    return (s, e, mn), lambda: _fdiv_specials(b, s, aa, ac)
 
-    def late() -> tuple:
-        # NaN: a NaN operand, 0/0, inf/inf; inf: x/0, inf/x; zero: 0/x, x/inf
-        pnan = b.setp("gt", b.maxu(aa, ac), Imm(INF))
-        pnan = b.setp("eq", b.or_(aa, ac), Imm(0), bop="or", c=pnan)
-        pnan = b.setp("eq", b.and_(aa, ac), Imm(INF), bop="or", c=pnan)
-        pinf = b.setp("eq", aa, Imm(INF))
-        pinf = b.setp("eq", ac, Imm(0), bop="or", c=pinf)
-        spec = b.sel(Imm(CNAN), b.sel(b.or_(s, Imm(INF)), s, pinf), pnan)
-        pspec = b.setp("ge", b.maxu(aa, ac), Imm(INF))
-        pspec = b.setp("eq", b.minu(aa, ac), Imm(0), bop="or", c=pspec)
-        return spec, pspec
 
-    return (s, e, mn), late
+def _fdiv_specials(b: _B, s: Val, aa: Val, ac: Val) -> tuple:
+    """(the result for zero/inf/NaN operands, whether there is one). NaN: a NaN operand, 0/0,
+    inf/inf; inf: x/0, inf/x; zero: 0/x, x/inf."""
+    pnan = b.setp("gt", b.maxu(aa, ac), Imm(INF))
+    pnan = b.setp("eq", b.or_(aa, ac), Imm(0), bop="or", c=pnan)
+    pnan = b.setp("eq", b.and_(aa, ac), Imm(INF), bop="or", c=pnan)
+    pinf = b.setp("eq", aa, Imm(INF))
+    pinf = b.setp("eq", ac, Imm(0), bop="or", c=pinf)
+    spec = b.sel(Imm(CNAN), b.sel(b.or_(s, Imm(INF)), s, pinf), pnan)
+    pspec = b.setp("ge", b.maxu(aa, ac), Imm(INF))
+    pspec = b.setp("eq", b.minu(aa, ac), Imm(0), bop="or", c=pspec)
+    return spec, pspec
+
+
+#: the reciprocal's seed, 2^31 / v ~ FDIV_K0 - v * FDIV_K2 / 2^16 for v in (2^15, 2^16]: the line
+#: 48/17 - 32/17 x (x = v / 2^16; relative error at most 1/17) scaled by 2^15
+FDIV_K0, FDIV_K2 = 92521, 61681
+
+
+def _fdiv_digits(b: _B, num: Val, den: Val) -> tuple[Val, Val]:
+    """(q, r) = (floor(num * 2^30 / den), the remainder) for den in [2^23, 2^24) and num in [den,
+    2 den), on a machine with the multiplier: long division in base 256 (digits of 8, 8, 8 and 6
+    bits after the leading one), each digit estimated from a reciprocal and corrected once, so q
+    and r are exact integer division whatever the estimate (within one below the digit).
+
+    The reciprocal R ~ 2^39 / den: the seed line on v = (den >> 8) + 1, then two Newton steps
+    R' = R (2^32 - v R) / 2^31 (the factor's low 17 bits dropped so every product fits a word).
+    Checked on every den (``tests/machine/test_softfloat.py``): R <= 2^39 / den and R >= 2^39 /
+    den (1 - 2^-13.06). A digit's estimate ((r >> 8) R) >> (31 - bits) is then below
+    r 2^bits / den by less than 2^-7 + 256 2^-13.06 < 1, never above: the digit or one less, and
+    one compare-and-subtract makes it the digit. 61 rows; the restoring loop, 2 bits a trip, ran
+    15 trips of 12 (``docs/machine-in-weights.md`` 9.27)."""
+    v = b.add(b.shr(den, Imm(8)), Imm(1))
+    rcp = b.sub(Imm(FDIV_K0), b.shr(b.op("mul", v, Imm(FDIV_K2)), Imm(16)))
+    for _ in range(2):
+        err = b.sub(Imm(0), b.op("mul", v, rcp))  # 2^32 - v R (v R < 2^32)
+        rcp = b.shr(b.op("mul", rcp, b.shr(err, Imm(17))), Imm(14))
+    r: Val = b.sub(num, den)  # the first quotient bit is one
+    q: Val = Imm(1)
+    for bits in (8, 8, 8, 6):
+        est = b.shr(b.op("mul", b.shr(r, Imm(8)), rcp), Imm(31 - bits))
+        r = b.sub(b.shl(r, Imm(bits)), b.op("mul", est, den))
+        p = b.setp("ge", r, den)
+        r = b.cond(p, r, "sub", r, den)
+        est = b.cond(p, est, "add", est, Imm(1))
+        q = b.or_(b.shl(q, Imm(bits)), est)
+    return q, r
 
 
 def expand_fdiv(ins: MInstr, fr: object) -> list[MInstr]:

@@ -526,7 +526,7 @@ def test_ex2_model_is_the_sequence(ftz: bool, units: bool) -> None:
     """``ex2_model`` (what the exhaustive check runs) computes the bits the expanded machine code
     computes, on edge values and 4096 random inputs (after the weights' expansion: only weight
     ops; after register allocation), with the products as shift-and-add sequences and on the
-    machines' multiplier (``units``: there the steps after k = 15 are ``ex2_model.poly_tail``)."""
+    machines' multiplier (``units``: there the step k = 16 and ``ex2_model.poly_tail``)."""
     from qwengpu.codegen import ex2_model
 
     rng = np.random.default_rng(21 + ftz)
@@ -577,6 +577,60 @@ def test_ex2_cost() -> None:
 def test_ex2_random_sweep(ftz: bool) -> None:
     rng = np.random.default_rng(31 + ftz)
     check("fex2", {"ftz": ftz}, ex2_inputs(rng, 1 << 15))
+
+
+# fdiv on the multiplier: long division in base 256 with a reciprocal's estimates
+# ---------------------------------------------------------------------------------------------
+FDIV = [c for c in DIVSQRT if c[0] == "fdiv"]
+
+
+def test_fdiv_reciprocal_on_every_divisor() -> None:
+    """What ``softfloat._fdiv_digits``' exactness rests on, on every significand den in [2^23,
+    2^24) (its arithmetic, word for word): the reciprocal R never exceeds 2^39 / den and is within
+    2^-13 below it, and every product fits a word. A digit's estimate is then below the digit by
+    less than 2^-7 + 256 2^-13 < 1 (the docstring's argument), so one correction suffices."""
+    from qwengpu.codegen.softfloat import FDIV_K0, FDIV_K2
+
+    den = np.arange(1 << 23, 1 << 24, dtype=np.uint64)
+    v = (den >> np.uint64(8)) + np.uint64(1)
+    assert int((v * np.uint64(FDIV_K2)).max()) < 1 << 32
+    r = np.uint64(FDIV_K0) - ((v * np.uint64(FDIV_K2)) >> np.uint64(16))
+    for _ in range(2):
+        assert int((v * r).max()) < 1 << 32
+        e = (np.uint64(1 << 32) - v * r) >> np.uint64(17)
+        assert int((r * e).max()) < 1 << 32
+        r = (r * e) >> np.uint64(14)
+    exact = 2.0**39 / den.astype(np.float64)
+    assert (r.astype(np.float64) <= exact).all()
+    assert (r.astype(np.float64) >= exact * (1 - 2.0**-13)).all()
+    assert int((np.uint64(0xFFFF) * r).max()) < 1 << 32  # (r >> 8) * R, r < den < 2^24
+
+
+@pytest.mark.parametrize("combo", FDIV, ids=[_id(c) for c in FDIV])
+def test_fdiv_on_the_multiplier(combo: tuple) -> None:
+    """fdiv in every mode and ftz on the machines' units (``_fdiv_digits``): random operands,
+    exact quotients, subnormal ties, then every edge pair, bit for bit with the interpreter."""
+    op, mods = combo
+    rng = np.random.default_rng(abs(hash(_id(combo))) % 2**32 + 3)
+    check(op, mods, *operands(op, rng, 1024), weights=True, options=MACHINE)
+    a, b = edge_pairs()
+    check(op, mods, a, b, weights=True, options=MACHINE)
+    a, b = close_pairs(rng, 512)
+    check(op, mods, a, b, weights=True, options=MACHINE)
+
+
+def test_fdiv_cost() -> None:
+    """One fdiv.rn's issued machine warp instructions, pinned: 238 with the restoring loop (the
+    test shape's), 115 on the multiplier."""
+    rng = np.random.default_rng(2)
+    a, b, c = operands("fdiv", rng, 64)
+    issued = {}
+    for units in (False, True):
+        info: dict = {}
+        machine("fdiv", {"rnd": "rn"}, a, b, c, info=info, weights=True, options=MACHINE if units else None)
+        st = info["stats"]
+        issued[units] = max(m / max(p, 1) for m, p in zip(st.machine_by_ptx, st.issues_by_ptx, strict=True))
+    assert issued[False] <= 240 and issued[True] <= 116, issued
 
 
 # ---------------------------------------------------------------------------------------------
