@@ -619,18 +619,52 @@ def test_fdiv_on_the_multiplier(combo: tuple) -> None:
     check(op, mods, a, b, weights=True, options=MACHINE)
 
 
-def test_fdiv_cost() -> None:
-    """One fdiv.rn's issued machine warp instructions, pinned: 238 with the restoring loop (the
-    test shape's), 115 on the multiplier."""
+SQRT_UNITS = [c for c in DIVSQRT if c[0] == "fsqrt"]
+
+
+def test_fsqrt_root_on_every_significand() -> None:
+    """``sqrt_model.root_rem`` (the sequence ``softfloat._fsqrt_digits`` runs on the multiplier,
+    its constants shared) gives floor(sqrt(S' 2^26)) and the exact remainder for every one of
+    the 3 * 2^24 significands S' in [2^24, 2^26)."""
+    from qwengpu.codegen.sqrt_model import root_rem
+
+    one = np.uint64(1)
+    for lo in range(1 << 24, 1 << 26, 1 << 22):
+        s = np.arange(lo, lo + (1 << 22), dtype=np.uint64)
+        root, rem = root_rem(s)
+        x = s << np.uint64(26)
+        assert (root * root <= x).all() and ((root + one) * (root + one) > x).all()
+        assert (rem == x - root * root).all()
+
+
+@pytest.mark.parametrize("combo", SQRT_UNITS, ids=[_id(c) for c in SQRT_UNITS])
+def test_fsqrt_on_the_multiplier(combo: tuple) -> None:
+    """fsqrt in every mode and ftz on the machines' units: random operands and exact squares,
+    the edge values, and 4,096 of the top-16-bit patterns, bit for bit with the interpreter."""
+    op, mods = combo
+    rng = np.random.default_rng(abs(hash(_id(combo))) % 2**32 + 5)
+    check(op, mods, *operands(op, rng, 1024), weights=True, options=MACHINE)
+    e = np.array(EDGE + [x ^ 0x80000000 for x in EDGE] + INT_EDGE, dtype=np.uint32)
+    check(op, mods, e, weights=True, options=MACHINE)
+    hi = rng.choice(1 << 16, 4096, replace=False).astype(np.uint32) << 16
+    check(op, mods, hi | (random_bits(rng, 4096) & 0xFFFF), weights=True, options=MACHINE)
+
+
+def test_fdiv_fsqrt_cost() -> None:
+    """One fdiv.rn's and one fsqrt.rn's issued machine warp instructions, pinned: 238 and 322 with
+    the loops (the test shape's), 115 and 98 on the multiplier."""
     rng = np.random.default_rng(2)
-    a, b, c = operands("fdiv", rng, 64)
     issued = {}
-    for units in (False, True):
-        info: dict = {}
-        machine("fdiv", {"rnd": "rn"}, a, b, c, info=info, weights=True, options=MACHINE if units else None)
-        st = info["stats"]
-        issued[units] = max(m / max(p, 1) for m, p in zip(st.machine_by_ptx, st.issues_by_ptx, strict=True))
-    assert issued[False] <= 240 and issued[True] <= 116, issued
+    for op in ("fdiv", "fsqrt"):
+        a, b, c = operands(op, rng, 64)
+        for units in (False, True):
+            info: dict = {}
+            machine(op, {"rnd": "rn"}, a, b, c, info=info, weights=True, options=MACHINE if units else None)
+            st = info["stats"]
+            per = zip(st.machine_by_ptx, st.issues_by_ptx, strict=True)
+            issued[op, units] = max(m / max(p, 1) for m, p in per)
+    assert issued["fdiv", False] <= 240 and issued["fdiv", True] <= 116, issued
+    assert issued["fsqrt", False] <= 330 and issued["fsqrt", True] <= 100, issued
 
 
 # ---------------------------------------------------------------------------------------------
