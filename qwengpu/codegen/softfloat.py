@@ -651,9 +651,11 @@ def _fadd_row(b: _B, a: Val, c: Val, ftz: object = False, odd: bool = False) -> 
     return b.op("fadd", a, c, rnd="rn", ftz=ftz, sat=False)
 
 
-def _fsub_row(b: _B, a: Val, c: Val, ftz: object = False) -> Val:
+def _fsub_row(b: _B, a: Val, c: Val, ftz: object = False, odd: bool = False) -> Val:
     """One ``fsub`` row of the float adders (their ``fadd`` with c's sign flipped): a - c rounded to
-    nearest even."""
+    nearest even, or to odd (``odd``: ``fp32.add_odd(a, -c)``, both of the adder's ROM bits)."""
+    if odd:
+        return b.op("fsub", a, c, rnd="rn", ftz=ftz, sat=False, odd=True)
     return b.op("fsub", a, c, rnd="rn", ftz=ftz, sat=False)
 
 
@@ -901,13 +903,17 @@ def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Call
     def fast() -> Val:
         x = b.op("fmulf", a, c)
         lf = b.op("fmulf", a, c, err=True)
-        zero = b.setp("eq", x, Imm(SIGN), bop="or", c=b.setp("eq", x, Imm(0)))
         zz = b.sel(b.and_(z, Imm(SIGN)), z, b.setp("lt", az, Imm(0x800000))) if ftz else z  # .ftz: a
-        th, tl = _two_sum(b, zz, x)  # subnormal addend is a zero of its sign
-        v = _fadd_row(b, tl, lf, odd=True)  # the adder's round-to-odd mode
-        # a guarded copy, not a ``sel``: only the lanes of a zero product write a result (a ``sel``
-        # writes every lane's word, up to 12 result tokens a group)
-        return b.cond(zero, _fadd_row(b, th, v), "mov", th)
+        # TwoSum(zz, x) with its error negated (each row the exact negation of TwoSum's, the
+        # operands of a subtraction swapped), then -v = RO(-tl - L) and th - (-v): the same
+        # words up to the signs of zeros, and those make a zero product's result th itself
+        # (-0 * 1 + -0: every later zero is +0, and th - +0 keeps -0), so no zero-product check
+        th = _fadd_row(b, zz, x)  # subnormal addend is a zero of its sign
+        nbb = _fsub_row(b, zz, th)
+        nda = _fsub_row(b, _fadd_row(b, th, nbb), zz)
+        ntl = _fsub_row(b, nda, _fadd_row(b, x, nbb))
+        nv = _fsub_row(b, ntl, lf, odd=True)  # the adder's subtract and round-to-odd modes
+        return _fsub_row(b, th, nv)
 
     return ok, fast
 

@@ -157,7 +157,8 @@ _SPECS = [
     # ---- float32 unit (raw IEEE bits in registers)
     OpSpec("fadd", "fpu", "r", "rr", ("rnd", "ftz", "sat", "odd"),
            "d = a + b rounded (rn rz rm rp; odd: to odd, the weights' adder only), ftz, sat"),
-    OpSpec("fsub", "fpu", "r", "rr", ("rnd", "ftz", "sat"), "d = a - b (= a + (-b))"),
+    OpSpec("fsub", "fpu", "r", "rr", ("rnd", "ftz", "sat", "odd"),
+           "d = a - b (= a + (-b)); odd: to odd, the weights' adder only"),
     OpSpec("fmul", "fpu", "r", "rr", ("rnd", "ftz", "sat"), "d = a * b"),
     OpSpec("ffma", "fpu", "r", "rrr", ("rnd", "ftz", "sat"), "d = a * b + c with one rounding"),
     OpSpec("fmin", "fpu", "r", "rr", ("ftz",), "PTX min: NaN operand ignored, -0 < +0"),

@@ -680,6 +680,8 @@ class MachineSim(core.SimtCore):
         return self._fop(ins, fp32.add)
 
     def _op_fsub(self, ins: MInstr, pc: int) -> Callable:
+        if ins.mod("odd"):  # the weights' adder: b's sign flipped, then rounding to odd
+            return self._fop(ins, lambda a, b, rnd, ftz, sat: fp32.add_odd(a, b ^ np.uint32(0x80000000), ftz))
         return self._fop(ins, fp32.sub)
 
     def _op_fmul(self, ins: MInstr, pc: int) -> Callable:

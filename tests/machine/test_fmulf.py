@@ -112,10 +112,11 @@ def test_mul_and_fma_with_the_unit_are_exact(op, ftz):
 
 @pytest.mark.parametrize("ftz", [False, True])
 def test_fma_of_a_zero_product_keeps_the_signed_zero_rules(ftz):
-    """A zero product (X = ±0) is ``X + z``'s signed zero: Boldo and Melquiond's sum gives +0 for
-    -0 + -0 (TwoSum's error and the odd sum are +0), so the lanes of a zero product take TwoSum's
-    first row instead (a guarded copy). Every sign of a zero, ±1 and subnormal factor and of a
-    zero, subnormal and normal addend; the guarded copy dropped fails this."""
+    """A zero product (X = ±0) is ``X + z``'s signed zero. Boldo and Melquiond's sum as written
+    gives +0 for -0 * 1 + -0 (TwoSum's error and the odd sum are +0, and -0 + +0 = +0); the
+    sequence runs TwoSum's error negated and ends with th - (-v), whose zeros are +0, so th's -0
+    stays (``softfloat._ffma_on_the_unit``; until then a zero-product check and a guarded copy).
+    Every sign of a zero, ±1 and subnormal factor and of a zero, subnormal and normal addend."""
     import itertools
 
     zero, one, sub = [0x00000000, 0x80000000], [0x3F800000, 0xBF800000], [0x00000001, 0x80000001]

@@ -72,23 +72,27 @@ def _mode_circuit() -> Circuit:
 
 
 @pytest.mark.parametrize("ftz", [False, True])
-@pytest.mark.parametrize("mode", ["rn", "sub", "odd"])
+@pytest.mark.parametrize("mode", ["rn", "sub", "odd", "subodd"])
 def test_fadd_circuit_modes_are_bit_exact(mode, ftz):
     """The machine's adder with its two ROM bits (circuit.float_adder): ``neg`` is ``fp32.sub``,
-    ``odd`` is ``fp32.add_odd``, neither is the plain add."""
+    ``odd`` is ``fp32.add_odd``, both are ``fp32.add_odd`` of -b (the fma's ``fsub.odd`` row),
+    neither is the plain add."""
     a, b = _pairs(2000)
     a32, b32 = a.astype(np.uint32), b.astype(np.uint32)
     want = {"rn": lambda: fp32.add(a32, b32, "rn", ftz), "sub": lambda: fp32.sub(a32, b32, "rn", ftz),
-            "odd": lambda: fp32.add_odd(a32, b32, ftz)}[mode]().astype(np.uint64)
+            "odd": lambda: fp32.add_odd(a32, b32, ftz),
+            "subodd": lambda: fp32.add_odd(a32, b32 ^ np.uint32(0x80000000), ftz)}[mode]().astype(np.uint64)
     n = len(a)
     flag = lambda v: np.full(n, int(v), dtype=object)  # noqa: E731
-    ins = {"a": a.astype(object), "b": b.astype(object), "ftz": flag(ftz), "neg": flag(mode == "sub"),
-           "odd": flag(mode == "odd")}
+    ins = {"a": a.astype(object), "b": b.astype(object), "ftz": flag(ftz),
+           "neg": flag(mode in ("sub", "subodd")), "odd": flag(mode in ("odd", "subodd"))}
     got = np.array([int(v) for v in evaluate(_mode_circuit(), ins)["y"].ravel()], dtype=np.uint64)
     bad = np.nonzero(got != want)[0]
     assert len(bad) == 0, [tuple(hex(int(v[i])) for v in (a, b, got, want)) for i in bad[:5]]
     if mode == "odd":  # rounding to odd differs from rounding to nearest on these pairs
         assert (want != fp32.add(a32, b32, "rn", ftz)).sum() > 1000
+    if mode == "subodd":
+        assert (want != fp32.sub(a32, b32, "rn", ftz)).sum() > 1000
 
 
 def _odd_by_definition(x: int, y: int) -> int | None:
