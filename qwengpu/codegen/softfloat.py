@@ -886,12 +886,14 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
 def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Callable[[], Val]]:
     """``_ffma_on_adders`` with the one-lane multiplier: X = fmulf(a, c) = RN(a·c) and L = the
     unit's error a·c - X, exact (``fp32.mul_fast_err``), so (X, L) is already Fast2Sum's pair and
-    Boldo and Melquiond's sum starts at TwoSum(z, X). The range is one ``frange`` row; a zero
-    product (X = ±0) takes the signed-zero add ``X + z`` (a guarded copy), which is TwoSum's
-    first row: on the fast path z is finite and X = ±0, so z + X rounds to the same word as X + z
-    (addition commutes), and under ``.ftz`` the flushed addend is what the ftz add would have
-    used, and ±0 + z has no subnormal result to flush. Returns (ok, the fast path: emits its rows
-    when called, after the slow path's call, ``_slow_path_first``)."""
+    Boldo and Melquiond's sum starts at TwoSum(z, X). The range is one ``frange`` row. A zero
+    product (X = ±0) needs X + z's signed zero, which is TwoSum's first row th (z + X rounds to
+    the same word: addition commutes, and under ``.ftz`` the flushed addend is what the ftz add
+    would have used); the sum as written would turn th = -0 into +0, so the rows after th compute
+    the negations of TwoSum's error and of the odd sum (exact: rounding is symmetric) and end
+    with th - (-v), where every zero is +0 and th's sign stays (9.27; until then two compare rows
+    and a guarded copy of th). Returns (ok, the fast path: emits its rows when called, after the
+    slow path's call, ``_slow_path_first``)."""
     ok = _range_row(b, a, c, ftz)
     # |z| < 0x7E800000 as two predicate rows (a token each) instead of |z| (a word per lane) and a
     # compare: as s32, z < 0x7E800000 holds for every negative z; as u32, z < 0xFE800000 then
