@@ -1165,17 +1165,18 @@ FDIV_K0, FDIV_K2 = 92521, 61681
 
 def _fdiv_digits(b: _B, num: Val, den: Val) -> tuple[Val, Val]:
     """(q, r) = (floor(num * 2^30 / den), the remainder) for den in [2^23, 2^24) and num in [den,
-    2 den), on a machine with the multiplier: long division in base 256 (digits of 8, 8, 8 and 6
-    bits after the leading one), each digit estimated from a reciprocal and corrected once, so q
-    and r are exact integer division whatever the estimate (within one below the digit).
+    2 den), on a machine with the multiplier: long division in base 1,024 (three digits of 10 bits
+    after the leading one), each digit estimated from a reciprocal and corrected once, so q and r
+    are exact integer division whatever the estimate (within one below the digit).
 
     The reciprocal R ~ 2^39 / den: the seed line on v = (den >> 8) + 1, then two Newton steps
     R' = R (2^32 - v R) / 2^31 (the factor's low 17 bits dropped so every product fits a word).
     Checked on every den (``tests/machine/test_softfloat.py``): R <= 2^39 / den and R >= 2^39 /
-    den (1 - 2^-13.06). A digit's estimate ((r >> 8) R) >> (31 - bits) is then below
-    r 2^bits / den by less than 2^-7 + 256 2^-13.06 < 1, never above: the digit or one less, and
-    one compare-and-subtract makes it the digit. 61 rows; the restoring loop, 2 bits a trip, ran
-    15 trips of 12 (``docs/machine-in-weights.md`` 9.27)."""
+    den (1 - 2^-13). A digit's estimate ((r >> 8) R) >> 21 is then below r 2^10 / den by less
+    than 2^-5 + 1,024 2^-13 < 1, never above: the digit or one less, and one compare-and-subtract
+    makes it the digit. r 2^10 and est den leave 32 bits, but r' = r 2^10 - est den is below
+    2 den, so the words' wrap-around gives it exactly. 48 rows; the restoring loop, 2 bits a
+    trip, ran 15 trips of 12 (``docs/machine-in-weights.md`` 9.27)."""
     v = b.add(b.shr(den, Imm(8)), Imm(1))
     rcp = b.sub(Imm(FDIV_K0), b.shr(b.op("mul", v, Imm(FDIV_K2)), Imm(16)))
     for _ in range(2):
@@ -1183,7 +1184,7 @@ def _fdiv_digits(b: _B, num: Val, den: Val) -> tuple[Val, Val]:
         rcp = b.shr(b.op("mul", rcp, b.shr(err, Imm(17))), Imm(14))
     r: Val = b.sub(num, den)  # the first quotient bit is one
     q: Val = Imm(1)
-    for bits in (8, 8, 8, 6):
+    for bits in (10, 10, 10):
         est = b.shr(b.op("mul", b.shr(r, Imm(8)), rcp), Imm(31 - bits))
         r = b.sub(b.shl(r, Imm(bits)), b.op("mul", est, den))
         p = b.setp("ge", r, den)
