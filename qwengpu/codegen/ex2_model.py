@@ -155,6 +155,28 @@ def _add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (s < b).astype(_U64)
 
 
+def word_mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """The low word of a * b (32-bit words held in uint64): the machine's ``mul`` row."""
+    return (a * _U64(b)) & _U64(M32)
+
+
+def word_halves(a: np.ndarray | int) -> tuple:
+    """(a >> 16, a & 0xFFFF): ``softfloat._B.halves``."""
+    return (a >> 16, a & 0xFFFF) if isinstance(a, int) else (a >> _U64(16), a & _U64(0xFFFF))
+
+
+def word_hi16(x: np.ndarray, y: tuple) -> np.ndarray:
+    """The high word of x * y for x <= 2^16, y as halves (``_B.hi16``): exact."""
+    return ((word_mul(x, y[0]) + (word_mul(x, y[1]) >> _U64(16))) & _U64(M32)) >> _U64(16)
+
+
+def word_hiap(x: tuple, y: tuple) -> np.ndarray:
+    """The high word of two full words as halves, from three half products (``_B.hiap``): 0 to 3
+    below."""
+    w16 = _U64(16)
+    return (word_mul(x[0], y[0]) + (word_mul(x[0], y[1]) >> w16) + (word_mul(x[1], y[0]) >> w16)) & _U64(M32)
+
+
 def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     """z * e^u + (e^u - 1) * 2^64 with u = F ln 2 / 2^63 (F < 2^47.53, after the step k = 16): the
     machine's words, step by step (``softfloat._fex2_poly_tail``); uint64 arrays in and out. Every
@@ -164,19 +186,7 @@ def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     m = _U64(M32)
     w16, w32 = _U64(16), _U64(32)
     fh, fl, zh, zl = F >> w32, F & m, z >> w32, z & m
-
-    def mul(a: np.ndarray, b: object) -> np.ndarray:
-        return (a * _U64(b)) & m
-
-    def halves(a: np.ndarray | int) -> tuple:
-        return (a >> 16, a & 0xFFFF) if isinstance(a, int) else (a >> w16, a & _U64(0xFFFF))
-
-    def hi16(x: np.ndarray, y: tuple) -> np.ndarray:
-        return ((mul(x, y[0]) + (mul(x, y[1]) >> w16)) & m) >> w16
-
-    def hiap(x: tuple, y: tuple) -> np.ndarray:
-        return (mul(x[0], y[0]) + (mul(x[0], y[1]) >> w16) + (mul(x[1], y[0]) >> w16)) & m
-
+    mul, halves, hi16, hiap = word_mul, word_halves, word_hi16, word_hiap
     with np.errstate(over="ignore"):
         # T = F * 2 ln 2 (units of 2^-64) = F + fh K1 + fl K1 / 2^32 + fh K1F / 2^32
         k1 = halves(K1)
@@ -280,5 +290,6 @@ def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, f
 
 __all__ = [
     "P1", "P16", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG",
-    "exact_constants", "decode", "poly_tail", "bkm", "core", "ex2", "finish",
+    "exact_constants", "decode", "word_mul", "word_halves", "word_hi16", "word_hiap", "poly_tail",
+    "bkm", "core", "ex2", "finish",
 ]  # fmt: skip

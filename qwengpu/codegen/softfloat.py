@@ -295,6 +295,23 @@ class _B:
             return Imm(0)
         return self.op("shr", a, b, sign=sign)
 
+    # ---- products of 16-bit halves on the multiplier (one ``mul`` row each, exact in a word; a 32 x 32
+    # ``mulhi`` is 13 rows there): ex2's polynomial tail and the root's Newton steps
+    def halves(self, x: Val) -> tuple[Val, Val]:
+        """(x >> 16, x & 0xFFFF)."""
+        return self.shr(x, Imm(16)), self.and_(x, Imm(0xFFFF))
+
+    def hi16(self, x: Val, y: tuple[Val, Val]) -> Val:
+        """The high word of x * y for x <= 2^16 (y as its halves): exact."""
+        hh = self.op("mul", x, y[0])
+        return self.shr(self.add(hh, self.shr(self.op("mul", x, y[1]), Imm(16))), Imm(16))
+
+    def hiap(self, x: tuple[Val, Val], y: tuple[Val, Val]) -> Val:
+        """The high word of two full words (as halves) from three half products: 0 to 3 below."""
+        hh = self.op("mul", x[0], y[0])
+        hl = self.shr(self.op("mul", x[0], y[1]), Imm(16))
+        return self.add(hh, self.add(hl, self.shr(self.op("mul", x[1], y[0]), Imm(16))))
+
     def minu(self, a: Val, b: Val) -> Val:
         return self.op("min", a, b, sign="u")
 
@@ -1257,15 +1274,7 @@ def _fsqrt_digits(b: _B, yw: Val) -> tuple[Val, Val]:
     instructions (the digit-by-digit loop issued 13 trips of 22 rows). Exact on every S'
     (``sqrt_model``, checked on all of them)."""
 
-    def mul(x: Val, y: Val) -> Val:
-        return b.op("mul", x, y)
-
-    def halves(x: Val) -> tuple[Val, Val]:
-        return b.shr(x, Imm(16)), b.and_(x, Imm(0xFFFF))
-
-    def hiap(x: tuple[Val, Val], y: tuple[Val, Val]) -> Val:  # of two full words: 0..3 below
-        return b.add(mul(x[0], y[0]), b.add(b.shr(mul(x[0], y[1]), Imm(16)), b.shr(mul(x[1], y[0]), Imm(16))))
-
+    mul, halves, hiap = (lambda x, y: b.op("mul", x, y)), b.halves, b.hiap
     yh, yl = halves(yw)
     y = b.sub(Imm(sm.K0), b.shr(mul(yh, Imm(sm.K2)), Imm(16)))
     for _ in range(3):
@@ -1432,17 +1441,7 @@ def _fex2_poly_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val
     k = 16 it replaces the loop of the steps k = 16..32 (17 trips of 24 rows) and the one-product
     tail: one fex2 829 -> 350 machine warp instructions. Word for word the model's."""
 
-    def mul(x: Val, y: Val) -> Val:
-        return b.op("mul", x, y)
-
-    def halves(x: Val) -> tuple[Val, Val]:
-        return b.shr(x, Imm(16)), b.and_(x, Imm(0xFFFF))
-
-    def hi16(x: Val, y: tuple[Val, Val]) -> Val:  # high word of x * y, x <= 2^16: exact
-        return b.shr(b.add(mul(x, y[0]), b.shr(mul(x, y[1]), Imm(16))), Imm(16))
-
-    def hiap(x: tuple[Val, Val], y: tuple[Val, Val]) -> Val:  # of two full words: 0..3 below
-        return b.add(mul(x[0], y[0]), b.add(b.shr(mul(x[0], y[1]), Imm(16)), b.shr(mul(x[1], y[0]), Imm(16))))
+    mul, halves, hi16, hiap = (lambda x, y: b.op("mul", x, y)), b.halves, b.hi16, b.hiap
 
     def add_c(x: Val, y: Val) -> tuple[Val, P]:  # (x + y mod 2^32, its carry)
         s = b.add(x, y)

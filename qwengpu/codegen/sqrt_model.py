@@ -21,24 +21,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.codegen.ex2_model import word_halves as _halves
+from qwengpu.codegen.ex2_model import word_hiap as _hiap
+from qwengpu.codegen.ex2_model import word_mul as _mul
+
 #: the seed line: y0 = K0 - (Yh * K2 >> 16) ~ 2^31 / sqrt(Y) (minimax on a grid: 8.7 %)
 K0, K2 = 69800, 39800
 THREE = 3 << 30  # 1.5 in units of 2^31
+
 _U = np.uint64
 _M = _U(0xFFFFFFFF)
-
-
-def _mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    return (a * _U(b) if isinstance(b, int) else a * b) & _M
-
-
-def _halves(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return a >> _U(16), a & _U(0xFFFF)
-
-
-def _hiap(x: tuple, y: tuple) -> np.ndarray:
-    """High word of two full words from three half products (0 to 3 below)."""
-    return (_mul(x[0], y[0]) + (_mul(x[0], y[1]) >> _U(16)) + (_mul(x[1], y[0]) >> _U(16))) & _M
 
 
 def root_rem(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
