@@ -784,6 +784,12 @@ def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
 ES_MIN, ES_MAX = 174, 377
 
 
+def _native_mul(fr: object) -> bool:
+    """Whether the machine has the integer multiplier (``Options.native_mul``): ex2, the division
+    and the root then take products instead of the test shape's shift-and-subtract loops."""
+    return bool(getattr(getattr(fr, "opts", None), "native_mul", False))
+
+
 def _native_fmulf(fr: object) -> bool:
     """Whether the machine has the one-lane float multiplier and its range row (``Options.native_fmulf``)."""
     return bool(getattr(getattr(fr, "opts", None), "native_fmulf", False))
@@ -1143,7 +1149,7 @@ def _fdiv_core(b: _B, a: Val, c: Val, ftz: bool) -> tuple:
     plt = b.setp("lt", num, den)
     num = b.cond(plt, num, "add", num, num)
     e = b.cond(plt, e, "sub", e, Imm(1))
-    if getattr(getattr(b.fr, "opts", None), "native_mul", False):
+    if _native_mul(b.fr):
         q, r = _fdiv_digits(b, num, den)
         return (s, e, b.or_(q, b.minu(r, Imm(1)))), lambda: _fdiv_specials(b, s, aa, ac)
     r = b.fresh_copy(b.sub(num, den))  # the first quotient bit is one
@@ -1233,7 +1239,7 @@ def _fsqrt_core(b: _B, a: Val, ftz: bool) -> tuple:
     u = b.sub(x, Imm(142))  # value = (m >> 8) * 2^u
     sh = b.sub(Imm(2), b.and_(u, Imm(1)))  # 2 when u is even, 1 when odd: S' in [2^24, 2^26)
     e = b.add(b.shr(b.sub(u, sh), Imm(1), sign="s"), Imm(138))
-    if getattr(getattr(b.fr, "opts", None), "native_mul", False):
+    if _native_mul(b.fr):
         root, r = _fsqrt_digits(b, b.shl(b.shr(m, Imm(8)), b.add(sh, Imm(6))))
         return (e, b.or_(b.shl(root, Imm(5)), b.minu(r, Imm(1)))), lambda: _fsqrt_specials(b, a, aa)
     xs = b.fresh_copy(b.shl(b.shr(m, Imm(8)), b.add(sh, Imm(6))))  # S' << 6: its top pair first
@@ -1342,7 +1348,7 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     # k = 1..15 unrolled: if F >= L_k: F -= L_k, z += 2^(64-k) + (z >> k)
     zh: Val = Imm(0)
     zl: Val = Imm(0)
-    poly = bool(getattr(getattr(b.fr, "opts", None), "native_mul", False))
+    poly = _native_mul(b.fr)
     for k in range(1, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
         lk = (*em.P1, em.P16)[k - 1]
         lh, ll = lk >> 32, lk & M32
