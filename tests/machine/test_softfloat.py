@@ -689,6 +689,22 @@ SQRT = [c for c in DIVSQRT if c[0] == "fsqrt"]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("combo", DIVSQRT, ids=[_id(c) for c in DIVSQRT])
+def test_divsqrt_sweep_on_the_multiplier(combo: tuple) -> None:
+    """fdiv and fsqrt on the machines' units (base-1,024 division, the root's Newton steps): 8,192
+    random operand sets and 4,096 near-equal pairs per mode; for fsqrt every top-16-bit pattern."""
+    op, mods = combo
+    rng = np.random.default_rng(abs(hash(_id(combo))) % 2**32 + 13)
+    for _ in range(2):
+        check(op, mods, *operands(op, rng, 4096), weights=True, options=MACHINE)
+    a, b = close_pairs(rng, 4096)
+    check(op, mods, a, b, weights=True, options=MACHINE)
+    if op == "fsqrt":
+        hi = np.arange(1 << 16, dtype=np.uint32) << 16
+        check(op, mods, hi | (random_bits(rng, 1 << 16) & 0xFFFF), weights=True, options=MACHINE)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("combo", I2F + F2I + FRND + SQRT, ids=[_id(c) for c in I2F + F2I + FRND + SQRT])
 def test_unary_high_bits_exhaustive(combo: tuple) -> None:
     """Every pattern of the top 16 bits (sign, exponent, 7 fraction bits), random low bits."""
