@@ -763,15 +763,16 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
 # mul / fma on the adders: the exact product from mul rows; mul rounds it in integer, fma adds it
 # as two exact floats on fadd rows
 # =============================================================================================
-def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val) -> bool:
+def _on_the_adders(fr: object, ins: MInstr, a: Val, c: Val, modes: tuple[str, ...] = ("rn",)) -> bool:
     """Whether a float multiply or fma takes the adders' fast path: the machine has the adders and
-    the multiplier, the op rounds to nearest without ``.sat``, a factor is a register and a constant
-    factor is a normal float (a zero, infinite or subnormal one would always take the slow path)."""
+    the multiplier, the op rounds to nearest (or by a mode in ``modes``) without ``.sat``, a factor
+    is a register and a constant factor is a normal float (a zero, infinite or subnormal one would
+    always take the slow path)."""
     opts = getattr(fr, "opts", None)
     return (
         _native_fadd(fr)
         and bool(getattr(opts, "native_mul", False) and getattr(opts, "fast_floats", True))
-        and ins.mod("rnd") == "rn"
+        and ins.mod("rnd") in modes
         and not ins.mod("sat")
         and (isinstance(a, R) or isinstance(c, R))
         and all(isinstance(x, R) or 0 < (x.v >> 23) & 0xFF < 255 for x in (a, c))
@@ -906,7 +907,9 @@ def _ffma_on_adders(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Val]:
     return ok, b.sel(zsum, _fadd_row(b, th, v), zero)
 
 
-def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Callable[[], Val]]:
+def _ffma_on_the_unit(
+    b: _B, a: Val, c: Val, z: Val, ftz: bool, rnd: str = "rn"
+) -> tuple[P, Callable[[], Val]]:
     """``_ffma_on_adders`` with the one-lane multiplier: X = fmulf(a, c) = RN(a·c) and L = the
     unit's error a·c - X, exact (``fp32.mul_fast_err``), so (X, L) is already Fast2Sum's pair and
     Boldo and Melquiond's sum starts at TwoSum(z, X). The range is one ``frange`` row. A zero
@@ -938,9 +941,39 @@ def _ffma_on_the_unit(b: _B, a: Val, c: Val, z: Val, ftz: bool) -> tuple[P, Call
         nda = _fsub_row(b, _fadd_row(b, th, nbb), zz)
         ntl = _fsub_row(b, nda, _fadd_row(b, x, nbb))
         nv = _fsub_row(b, ntl, lf, odd=True)  # the adder's subtract and round-to-odd modes
-        return _fsub_row(b, th, nv)
+        r = _fsub_row(b, th, nv)
+        return r if rnd == "rn" else _directed(b, r, th, nv, x, zz, rnd)
 
     return ok, fast
+
+
+def _directed(b: _B, r: Val, th: Val, nv: Val, x: Val, zz: Val, rnd: str) -> Val:
+    """``rnd``(th + v) (rm, rp, rz) from r = RN(th + v), v = -nv: Boldo and Melquiond's sum rounded
+    by the directed mode (their algorithm holds for any rounding of its last step; the fma's slow
+    path rounds the same way). TwoSum's rows give the exact error e = th + v - r; where e points
+    away from the mode's direction, r steps one unit toward it (the bits -1 or +1 by r's sign: on
+    the fast path no result is subnormal, zero or beyond the finite range). An exact zero is +0
+    as in RN, but -0 under rm unless the product and the addend are both +0."""
+    bb = _fsub_row(b, r, th)
+    da = _fsub_row(b, th, _fsub_row(b, r, bb))
+    e = _fsub_row(b, da, _fadd_row(b, nv, bb))  # da + (v - bb)
+    below = lambda: b.setp("gt", e, Imm(SIGN))  # noqa: E731  # e < 0: r is above the sum
+    above = lambda: b.setp("gt", e, Imm(0), sign="s")  # noqa: E731  # e > 0: r is below it
+    if rnd == "rz":  # toward zero: the magnitude one unit down where |r| is above |sum|
+        p = b.setp("ge", r, Imm(0), sign="s", bop="and", c=below())
+        q = b.setp("lt", r, Imm(0), sign="s", bop="and", c=above())
+        r = b.cond(p, r, "sub", r, Imm(1))
+        return b.cond(q, r, "sub", r, Imm(1))
+    p = below() if rnd == "rm" else above()
+    up = b.setp("lt" if rnd == "rm" else "ge", r, Imm(0), sign="s", bop="and", c=p)  # magnitude +1
+    dn = b.setp("ge" if rnd == "rm" else "lt", r, Imm(0), sign="s", bop="and", c=p)  # magnitude -1
+    r = b.cond(up, r, "add", r, Imm(1))
+    r = b.cond(dn, r, "sub", r, Imm(1))
+    if rnd == "rm":  # an exact zero: -0 unless both zeros are +0
+        pz = b.setp("ne", zz, Imm(0), bop="or", c=b.setp("ne", x, Imm(0)))
+        pz = b.setp("eq", r, Imm(0), bop="and", c=pz)
+        r = b.cond(pz, r, "mov", Imm(SIGN))
+    return r
 
 
 def _or_slow_path(b: _B, ok: P, fast: Val, name: str, args: tuple, slow: Callable[..., Val]) -> Val:
@@ -1102,8 +1135,8 @@ def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
     b = _B(fr)
     a, c, z = _srcs(ins)
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
-    if _on_the_adders(fr, ins, a, c) and _native_fmulf(fr):
-        ok, fast_rows = _ffma_on_the_unit(b, a, c, z, ftz)
+    if _on_the_adders(fr, ins, a, c, ("rn", "rm", "rp", "rz")) and _native_fmulf(fr):
+        ok, fast_rows = _ffma_on_the_unit(b, a, c, z, ftz, rnd)
         res = _slow_path_first(b, ok, fast_rows, f"ffma.slow[ftz={ftz}]", (a, c, z),
                                lambda bb, x, y, w: _ffma(bb, x, y, w, rnd, ftz, sat))
     elif _on_the_adders(fr, ins, a, c):

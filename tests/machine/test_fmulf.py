@@ -125,6 +125,40 @@ def test_fma_of_a_zero_product_keeps_the_signed_zero_rules(ftz):
     tsf.check("ffma", {"ftz": True} if ftz else {}, a, b, c, weights=True, options=UNIT)
 
 
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("rnd", ["rm", "rp", "rz"])
+def test_fma_in_the_directed_modes_on_the_unit(rnd, ftz):
+    """``fma.rm/rp/rz`` on the unit (``softfloat._directed``): Boldo and Melquiond's sum rounded to
+    nearest, its exact error by TwoSum's rows, one unit toward the mode where the error points
+    away from it; under rm an exact zero is -0 unless both zeros are +0. Random operands with
+    near-cancelling addends, exact cancellations c = -RN(a b), every triple of signed zeros, ±1
+    and subnormals, every edge pair; bit for bit with the interpreter, and a few times cheaper
+    than the integer sequence (the slow path) they replace."""
+    import itertools
+
+    from qwengpu.simt import fp32
+
+    mods = {"rnd": rnd, "ftz": ftz}
+    rng = np.random.default_rng(17 + ftz)
+    tsf.check("ffma", mods, *tsf.operands("ffma", rng, 2048), weights=True, options=UNIT)
+    a, b = tsf.random_bits(rng, 1024), tsf.random_bits(rng, 1024)
+    tsf.check("ffma", mods, a, b, fp32.mul(a, b) ^ np.uint32(0x80000000), weights=True, options=UNIT)
+    zero, one, sub = [0x00000000, 0x80000000], [0x3F800000, 0xBF800000], [0x00000001, 0x80000001]
+    rows = list(itertools.product(zero + one + sub, zero + one, zero + sub + [0x3F800000, 0xBF800000]))
+    a, b, c = (np.array([r[k] for r in rows], dtype=U) for k in range(3))
+    tsf.check("ffma", mods, a, b, c, weights=True, options=UNIT)
+    ea, eb = tsf.edge_pairs()
+    tsf.check("ffma", mods, ea, eb, np.array(tsf.EDGE, dtype=U)[rng.integers(0, len(tsf.EDGE), len(ea))],
+              weights=True, options=UNIT)
+    x, y, z = tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 100, 150)
+    issued = {}
+    for opts in (UNIT, tfa.NATIVE):
+        info: dict = {}
+        tsf.check("ffma", mods, x, y, z, weights=True, options=opts, info=info)
+        issued[opts is UNIT] = info["stats"].machine_by_ptx[info["ptx"]]
+    assert issued[True] * 3 < issued[False], issued
+
+
 def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
     rng = np.random.default_rng(3)
     a, b = tfa._floats(rng, 64, 110, 145), tfa._floats(rng, 64, 110, 145)
