@@ -1137,7 +1137,10 @@ def expand_ffma(ins: MInstr, fr: object) -> list[MInstr]:
     rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
     if _on_the_adders(fr, ins, a, c, ("rn", "rm", "rp", "rz")) and _native_fmulf(fr):
         ok, fast_rows = _ffma_on_the_unit(b, a, c, z, ftz, rnd)
-        res = _slow_path_first(b, ok, fast_rows, f"ffma.slow[ftz={ftz}]", (a, c, z),
+        # one cold routine per rounding mode: a program that takes several (``__fmaf_rz`` beside
+        # ``__fmaf_rn``) must not call the first mode's body for the others
+        name = f"ffma.slow[ftz={ftz}]" if rnd == "rn" else f"ffma.slow[{rnd},ftz={ftz}]"
+        res = _slow_path_first(b, ok, fast_rows, name, (a, c, z),
                                lambda bb, x, y, w: _ffma(bb, x, y, w, rnd, ftz, sat))
     elif _on_the_adders(fr, ins, a, c):
         ok, fast = _ffma_on_adders(b, a, c, z, ftz)

@@ -159,6 +159,20 @@ def test_fma_in_the_directed_modes_on_the_unit(rnd, ftz):
     assert issued[True] * 3 < issued[False], issued
 
 
+def test_every_fma_mode_in_one_program_on_the_unit():
+    """``kernels/rounding_fma.cu`` (``__fmaf_rn/rz/rd/ru`` side by side, products that overflow
+    and subnormal factors: the slow path in every mode) in the weights' program on the units, bit
+    for bit with its spec: each mode's slow path is its own cold routine (one routine named for
+    all modes gave the rn body to the rz and rm calls: max * 2 rounded to inf)."""
+    from pathlib import Path
+
+    from qwengpu.codegen.softmem import run_weights
+
+    root = Path(__file__).resolve().parents[2]
+    res = run_weights(root / "kernels/rounding_fma.cu", options=UNIT)
+    assert res.passed, res.mismatches
+
+
 def test_the_product_is_four_one_lane_rows_and_fewer_warp_instructions():
     rng = np.random.default_rng(3)
     a, b = tfa._floats(rng, 64, 110, 145), tfa._floats(rng, 64, 110, 145)

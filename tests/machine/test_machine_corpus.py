@@ -33,3 +33,25 @@ def test_corpus_kernel_on_machine(cu: Path, spec: Path) -> None:
     assert res.stats["registers"] <= 32
     assert 1 <= res.stats["passes"] <= 8 * res.stats["warp_instructions"]
     STATS[cu.stem] = res.stats
+
+
+def test_every_corpus_and_external_kernel_on_the_2b_machines_units() -> None:
+    """The program the 2B machine's weights run (``softmem.run_weights`` with the shape's units:
+    the multiplier, the float adders, the one-lane float multiplier, one-lane rows) gives every
+    corpus and external kernel's expected outputs on the ISA simulator (the approximate ones
+    within their tolerance): a code-generator step that breaks one launch on the units fails here
+    in seconds, before a model sweep (an fma slow-path routine shared by all rounding modes
+    broke ``rounding_fma`` only there)."""
+    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softcore import unit_options
+    from qwengpu.codegen.softmem import run_weights
+    from qwengpu.model.configs import shape_named
+
+    opts = Options(**unit_options(shape_named("2b")))
+    failed = {}
+    items = ITEMS + corpus(KERNELS / "external")
+    for cu, spec in items:
+        res = run_weights(cu, spec, options=opts)
+        if not res.passed:
+            failed[cu.stem] = res.mismatches[:2]
+    assert len(items) >= 136 and not failed, failed
