@@ -9,7 +9,7 @@ shift or compare of a pair computes exactly what the sequence's two-word code co
 ``tests/machine/test_softfloat.py`` checks that the model and the expanded machine code agree
 bit for bit, so the exhaustive result transfers to the sequence.
 
-The algorithm (everything integer; the multiplier for the last step only):
+The algorithm (everything integer; the multiplier for the last steps only):
 
 * Decode: ``x = +-mt * 2^(E8 - 158)`` with ``mt = (|x| << 8) | 2^31``; ``|x| * 2^63`` is
   ``mt << s`` (``s = E8 - 95``, a 64-bit shift); its bits above 2^63 are the integer part ``I``,
@@ -61,6 +61,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.codegen import words
+
 #: round(log2(1 + 2^-k) * 2^63) for k = 1..15
 P1 = (
     0x4AE00D1CFDEB43D0, 0x2934F0979A3715FD, 0x15C01A39FBD687A0, 0x0B31FB7D64898B3E,
@@ -70,6 +72,8 @@ P1 = (
 )  # fmt: skip
 #: round(log2(1 + 2^-16) * 2^63): the step k = 16, unrolled before ``poly_tail``
 P16 = 0xB8A9DED47C11
+#: L_k of the unrolled steps k = 1..16 (k = 16 only on a machine with the multiplier)
+STEPS = (*P1, P16)
 #: k at which the high-word-only choice stops (k <= K_HI uses it)
 K_HI = 14
 #: floor(2^63 / ln 2): A_k = C >> k
@@ -155,28 +159,6 @@ def _add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (s < b).astype(_U64)
 
 
-def word_mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    """The low word of a * b (32-bit words held in uint64): the machine's ``mul`` row."""
-    return (a * _U64(b)) & _U64(M32)
-
-
-def word_halves(a: np.ndarray | int) -> tuple:
-    """(a >> 16, a & 0xFFFF): ``softfloat._B.halves``."""
-    return (a >> 16, a & 0xFFFF) if isinstance(a, int) else (a >> _U64(16), a & _U64(0xFFFF))
-
-
-def word_hi16(x: np.ndarray, y: tuple) -> np.ndarray:
-    """The high word of x * y for x <= 2^16, y as halves (``_B.hi16``): exact."""
-    return ((word_mul(x, y[0]) + (word_mul(x, y[1]) >> _U64(16))) & _U64(M32)) >> _U64(16)
-
-
-def word_hiap(x: tuple, y: tuple) -> np.ndarray:
-    """The high word of two full words as halves, from three half products (``_B.hiap``): 0 to 3
-    below."""
-    w16 = _U64(16)
-    return (word_mul(x[0], y[0]) + (word_mul(x[0], y[1]) >> w16) + (word_mul(x[1], y[0]) >> w16)) & _U64(M32)
-
-
 def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     """z * e^u + (e^u - 1) * 2^64 with u = F ln 2 / 2^63 (F < 2^47.53, after the step k = 16): the
     machine's words, step by step (``softfloat._fex2_poly_tail``); uint64 arrays in and out. Every
@@ -186,7 +168,7 @@ def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     m = _U64(M32)
     w16, w32 = _U64(16), _U64(32)
     fh, fl, zh, zl = F >> w32, F & m, z >> w32, z & m
-    mul, halves, hi16, hiap = word_mul, word_halves, word_hi16, word_hiap
+    mul, halves, hi16, hiap = words.mul, words.halves, words.hi16, words.hiap
     with np.errstate(over="ignore"):
         # T = F * 2 ln 2 (units of 2^-64) = F + fh K1 + fl K1 / 2^32 + fh K1F / 2^32
         k1 = halves(K1)
@@ -218,7 +200,7 @@ def bkm(F: np.ndarray, multiplier: bool = False) -> np.ndarray:
     t = np.empty_like(F)
     with np.errstate(over="ignore"):
         for k in range(1, 17 if multiplier else 16):
-            L = _U64((*P1, P16)[k - 1])
+            L = _U64(STEPS[k - 1])
             p = (F >> _U64(32)) > (L >> _U64(32)) if k <= K_HI else F >= L
             np.subtract(F, L, out=F, where=p)
             np.right_shift(z, _U64(k), out=t)
@@ -289,7 +271,6 @@ def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, f
 
 
 __all__ = [
-    "P1", "P16", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG",
-    "exact_constants", "decode", "word_mul", "word_halves", "word_hi16", "word_hiap", "poly_tail",
-    "bkm", "core", "ex2", "finish",
+    "P1", "P16", "STEPS", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG",
+    "exact_constants", "decode", "poly_tail", "bkm", "core", "ex2", "finish",
 ]  # fmt: skip

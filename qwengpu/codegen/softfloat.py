@@ -297,20 +297,24 @@ class _B:
 
     # ---- products of 16-bit halves on the multiplier (one ``mul`` row each, exact in a word; a 32 x 32
     # ``mulhi`` is 13 rows there): ex2's polynomial tail and the root's Newton steps
+    def mul(self, x: Val, y: Val) -> Val:
+        """The low word of x * y: one row of the multiplier."""
+        return self.op("mul", x, y)
+
     def halves(self, x: Val) -> tuple[Val, Val]:
         """(x >> 16, x & 0xFFFF)."""
         return self.shr(x, Imm(16)), self.and_(x, Imm(0xFFFF))
 
     def hi16(self, x: Val, y: tuple[Val, Val]) -> Val:
         """The high word of x * y for x <= 2^16 (y as its halves): exact."""
-        hh = self.op("mul", x, y[0])
-        return self.shr(self.add(hh, self.shr(self.op("mul", x, y[1]), Imm(16))), Imm(16))
+        hh = self.mul(x, y[0])
+        return self.shr(self.add(hh, self.shr(self.mul(x, y[1]), Imm(16))), Imm(16))
 
     def hiap(self, x: tuple[Val, Val], y: tuple[Val, Val]) -> Val:
         """The high word of two full words (as halves) from three half products: 0 to 3 below."""
-        hh = self.op("mul", x[0], y[0])
-        hl = self.shr(self.op("mul", x[0], y[1]), Imm(16))
-        return self.add(hh, self.add(hl, self.shr(self.op("mul", x[1], y[0]), Imm(16))))
+        hh = self.mul(x[0], y[0])
+        hl = self.shr(self.mul(x[0], y[1]), Imm(16))
+        return self.add(hh, self.add(hl, self.shr(self.mul(x[1], y[0]), Imm(16))))
 
     def minu(self, a: Val, b: Val) -> Val:
         return self.op("min", a, b, sign="u")
@@ -1316,7 +1320,7 @@ def _fsqrt_digits(b: _B, yw: Val) -> tuple[Val, Val]:
     instructions (the digit-by-digit loop issued 13 trips of 22 rows). Exact on every S'
     (``sqrt_model``, checked on all of them)."""
 
-    mul, halves, hiap = (lambda x, y: b.op("mul", x, y)), b.halves, b.hiap
+    mul, halves, hiap = b.mul, b.halves, b.hiap
     yh, yl = halves(yw)
     y = b.sub(Imm(sm.K0), b.shr(mul(yh, Imm(sm.K2)), Imm(16)))
     for _ in range(3):
@@ -1386,7 +1390,7 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     zl: Val = Imm(0)
     poly = _native_mul(b.fr)
     for k in range(1, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
-        lk = (*em.P1, em.P16)[k - 1]
+        lk = em.STEPS[k - 1]
         lh, ll = lk >> 32, lk & M32
         if k <= em.K_HI:
             p = b.setp("gt", fh, Imm(lh))
@@ -1409,11 +1413,14 @@ def _fex2_core(b: _B, a: Val) -> tuple:
         else:
             zh = gadd(p, zh, t3)
 
-    if poly:
-        zh, zl = _fex2_poly_tail(b, fh, fl, zh, zl)
-        mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
-        return (e, mn), lambda: _fex2_specials(b, a, aa)
+    zh, zl = (_fex2_poly_tail if poly else _fex2_loop_tail)(b, fh, fl, zh, zl)
+    mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
+    return (e, mn), lambda: _fex2_specials(b, a, aa)
 
+
+def _fex2_loop_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val]:
+    """The steps after k = 15 on a machine without the multiplier (``ex2_model.bkm``): the loop of
+    the steps k = 16..32, then the rest as one product (two ``mulhi``, each a sequence there)."""
     # k = 16..32: a loop, L_k = (C >> k) - (B_k - D_k)
     fh, fl, zh, zl = (b.fresh_copy(v) for v in (fh, fl, zh, zl))
     k = b.fresh_copy(Imm(16))
@@ -1463,8 +1470,7 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     a2 = b.setp("lt", zl, t2)
     for carry in (c1, c2, a1, a2):
         zh = b.cond(carry, zh, "add", zh, Imm(1))
-    mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
-    return (e, mn), lambda: _fex2_specials(b, a, aa)
+    return zh, zl
 
 
 def _fex2_specials(b: _B, a: Val, aa: Val) -> tuple:
@@ -1483,7 +1489,7 @@ def _fex2_poly_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val
     k = 16 it replaces the loop of the steps k = 16..32 (17 trips of 24 rows) and the one-product
     tail: one fex2 829 -> 350 machine warp instructions. Word for word the model's."""
 
-    mul, halves, hi16, hiap = (lambda x, y: b.op("mul", x, y)), b.halves, b.hi16, b.hiap
+    mul, halves, hi16, hiap = b.mul, b.halves, b.hi16, b.hiap
 
     def add_c(x: Val, y: Val) -> tuple[Val, P]:  # (x + y mod 2^32, its carry)
         s = b.add(x, y)

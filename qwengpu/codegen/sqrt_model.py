@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwengpu.codegen.ex2_model import word_halves as _halves
-from qwengpu.codegen.ex2_model import word_hiap as _hiap
-from qwengpu.codegen.ex2_model import word_mul as _mul
+from qwengpu.codegen.words import halves as _halves
+from qwengpu.codegen.words import hiap as _hiap
+from qwengpu.codegen.words import mul as _mul
 
 #: the seed line: y0 = K0 - (Yh * K2 >> 16) ~ 2^31 / sqrt(Y) (minimax on a grid: 8.7 %)
 K0, K2 = 69800, 39800
