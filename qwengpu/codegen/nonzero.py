@@ -28,8 +28,10 @@ their effect is nil for every lane that reaches them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
+from qwengpu.codegen.softcore import param_word
 from qwengpu.isa.instr import PT, Imm, MInstr, P, R
 from qwengpu.isa.program import Program
 
@@ -50,9 +52,14 @@ def _nonneg_src(x: object, nn: frozenset[int]) -> bool:
     return (isinstance(x, Imm) and not x.v >> 31) or (isinstance(x, R) and x.n in nn)
 
 
-def _written(ins: MInstr, nz: frozenset[int], nn: frozenset[int]) -> tuple[bool, bool]:
-    """(nonzero, non-negative): what is known of the value ``ins`` writes."""
+def _written(ins: MInstr, nz: frozenset[int], nn: frozenset[int],
+             params: Mapping[int, int] | None = None) -> tuple[bool, bool]:
+    """(nonzero, non-negative): what is known of the value ``ins`` writes; ``params``: the
+    launch's scalar parameter words by byte offset (a ``ld.param`` of one is its word)."""
     op, xs = ins.op, ins.s
+    word = param_word(ins, params)
+    if word is not None:
+        return word != 0, not word >> 31
     if op == "mov":
         return _nonzero_src(xs[0], nz), _nonneg_src(xs[0], nn)
     if op == "or":
@@ -72,14 +79,14 @@ def _written(ins: MInstr, nz: frozenset[int], nn: frozenset[int]) -> tuple[bool,
     return False, False
 
 
-def _transfer(ins: MInstr, st: State) -> State:
+def _transfer(ins: MInstr, st: State, params: Mapping[int, int] | None = None) -> State:
     """The facts after ``ins`` on its fall-through (before any edge refinement)."""
     nz, nn, pm = st
     if ins.op in ("call", "ret"):
         return EMPTY
     guarded = ins.guard is not None and ins.guard.n != PT
     new_nz, new_nn, new_pm = set(nz), set(nn), dict(pm)
-    w_nz, w_nn = _written(ins, nz, nn)
+    w_nz, w_nn = _written(ins, nz, nn, params)
     for d in ins.d:
         if isinstance(d, R):
             # a guarded write leaves the old value in some lanes: a fact must hold for both
@@ -161,8 +168,9 @@ def _meet(a: State, b: State) -> State:
     return a[0] & b[0], a[1] & b[1], pm
 
 
-def known_facts(prog: Program) -> list[State | None]:
-    """The facts holding before each row (None: no path reaches it)."""
+def known_facts(prog: Program, params: Mapping[int, int] | None = None) -> list[State | None]:
+    """The facts holding before each row (None: no path reaches it); ``params``: the launch's
+    scalar parameter words (``Options.param_words``), whose loads are known."""
     code = prog.code
     before: list[State | None] = [None] * (len(code) + 1)
     if not code:
@@ -174,7 +182,7 @@ def known_facts(prog: Program) -> list[State | None]:
         st = before[pc]
         if st is None or pc >= len(code):
             continue
-        for succ, est in _edges(code, pc, _transfer(code[pc], st)):
+        for succ, est in _edges(code, pc, _transfer(code[pc], st, params)):
             old = before[succ]
             new = est if old is None else _meet(old, est)
             if old is None or new != old:
@@ -183,13 +191,28 @@ def known_facts(prog: Program) -> list[State | None]:
     return before
 
 
-def drop_decided_zero_checks(prog: Program) -> Program:
+def _never_true(prev: MInstr | None, g: P) -> bool:
+    """Whether the guard ``g`` is false in every lane after ``prev``: ``prev`` an unguarded
+    ``setp.eq``/``ne`` of two immediates (a constant divisor tested against zero) that writes it."""
+    if (prev is None or prev.op != "setp" or prev.guard is not None or prev.mod("bop") is not None
+            or not prev.d or prev.d[0] != P(g.n) or prev.mod("cmp") not in ("eq", "ne")
+            or not all(isinstance(x, Imm) for x in prev.s[:2])):
+        return False
+    a, b = prev.s[0].v, prev.s[1].v  # type: ignore[union-attr]
+    value = (a == b) == (prev.mod("cmp") == "eq")
+    return value == g.neg
+
+
+def drop_decided_zero_checks(prog: Program, params: Mapping[int, int] | None = None) -> Program:
     """``prog`` without the ``trap.divzero`` rows that cannot fire (and their dead ``setp``), and
-    with ``nz`` on the divisions whose divisor is known nonzero; ``prog`` itself when none."""
+    with ``nz`` on the divisions whose divisor is known nonzero; ``prog`` itself when none.
+    ``params``: the launch's scalar parameter words (a divisor loaded from a nonzero one is known
+    nonzero on every path after its load)."""
     from qwengpu.codegen.regalloc import rebuild
 
     code = prog.code
-    facts = known_facts(prog)
+    facts = known_facts(prog, params)
+    targets = {ins.target for ins in code if ins.op in ("bra", "call")}
     drop: set[int] = set()
     marks: dict[int, MInstr] = {}
     for pc, ins in enumerate(code):
@@ -198,7 +221,10 @@ def drop_decided_zero_checks(prog: Program) -> Program:
             continue
         nz, nn, pm = st
         g = ins.guard
-        if ins.op == "trap" and ins.mod("code") == "divzero" and g is not None and g.n in pm:
+        if (ins.op == "trap" and ins.mod("code") == "divzero" and g is not None and pc not in targets
+                and _never_true(code[pc - 1] if pc else None, g)):
+            drop.add(pc)  # a constant divisor (an immediate) tested against zero just before
+        elif ins.op == "trap" and ins.mod("code") == "divzero" and g is not None and g.n in pm:
             r, cmp, _, k = pm[g.n]
             fires_on_zero = k == 0 and cmp == ("ne" if g.neg else "eq")
             if r in nz and fires_on_zero:  # fires when r == 0, which no lane here has

@@ -291,6 +291,7 @@ class Fresh:
         self.ptx = -1
         self.opts = opts or Options()
         self.bounds: dict[int, int] = value_bounds(prog, self.launch_blocks(), dict(self.opts.param_words))
+        self.params: dict[int, int] = param_values(prog, dict(self.opts.param_words))
         self.negated: set[int] = negations(prog)
         # subroutines: name -> instance, bodies in emission order (callees first), names being
         # built, the routines' fixed vregs, and the measurements ``auto`` decides by
@@ -783,11 +784,35 @@ def _def_bits(ins: MInstr, sb: dict[str, int], src: Callable[[object], int],
         return 6
     if op == "ld" and ins.mod("size") < 4 and ins.mod("sign") == "u":
         return 8 * ins.mod("size")
-    if (op == "ld" and params and ins.mod("space") == "param" and ins.mod("size") == 4
-            and isinstance(s[0], Imm)):
-        word = params.get(s[0].v + (ins.mod("off") or 0))
-        return None if word is None else word.bit_length()
+    word = param_word(ins, params)
+    return None if word is None else word.bit_length()
+
+
+def param_word(ins: MInstr, params: Mapping[int, int] | None) -> int | None:
+    """The launch's word that ``ins`` loads when it is a ``ld.param`` of a known scalar word
+    (``Options.param_words``), else None."""
+    if (ins.op == "ld" and params and ins.mod("space") == "param" and ins.mod("size") == 4
+            and isinstance(ins.s[0], Imm)):
+        return params.get(ins.s[0].v + (ins.mod("off") or 0))
     return None
+
+
+def param_values(prog: Program, params: Mapping[int, int] | None) -> dict[int, int]:
+    """vreg -> the launch's word, for registers whose one definition is an unguarded ``ld.param``
+    of a known scalar word. Read before that definition a register still holds its entry 0, so a
+    lowering may rely on the word only where 0 cannot reach (a divisor: the ``trap.divzero`` the
+    lowering puts before every division stops a lane whose divisor is 0)."""
+    defs: dict[int, list[MInstr]] = {}
+    for ins in prog.code:
+        for d in ins.d:
+            if isinstance(d, R):
+                defs.setdefault(d.n, []).append(ins)
+    out = {}
+    for n, ds in defs.items():
+        word = param_word(ds[0], params) if len(ds) == 1 and ds[0].guard is None else None
+        if word is not None:
+            out[n] = word
+    return out
 
 
 def value_bounds(prog: Program, nblocks: int | None = None,
@@ -1820,6 +1845,29 @@ def udivmod_into(s: Seq, n: R | Imm, d: R | Imm, want_q: bool = True,
     return q, r
 
 
+def _pow2_divisor(b: R | Imm, fr: Fresh, signed: bool) -> int | None:
+    """log2 of a divisor known to be a power of two for this launch (an immediate, or a register
+    loaded from a scalar parameter word: ``Fresh.params``), else None; a signed divisor only
+    below 2^31 (0x80000000 is negative)."""
+    v = b.v & M32 if isinstance(b, Imm) else fr.params.get(b.n) if isinstance(b, R) else None
+    if not v or v & (v - 1) or (signed and v >> 31):
+        return None
+    return v.bit_length() - 1
+
+
+def _pow2_divmod(s: Seq, n: R | Imm, d: R | Imm, k: int, quotient: bool) -> R | Imm:
+    """``n / d`` or ``n % d`` unsigned for ``d == 2^k``: one shift or one AND. An immediate
+    divisor gives the shift or the mask as an immediate (a constant of the program, like a
+    multiply by a constant's shifts); a divisor from the launch's parameters has the model compute
+    them from the parameter's word (``d - 1``; ``31 - clz d``): the host never folds a launch
+    value into a result (``Options.param_words``)."""
+    if quotient:
+        sh = Imm(k) if isinstance(d, Imm) else s.op("sub", Imm(31), s.op("clz", d))
+        return s.op("shr", n, sh)
+    mask = Imm((1 << k) - 1) if isinstance(d, Imm) else s.op("sub", d, Imm(1))
+    return s.op("and", n, mask)
+
+
 @expander("idiv", "irem")
 def _x_idiv(ins: MInstr, fr: Fresh) -> list[MInstr]:
     """C division on 32-bit words: unsigned by :func:`udivmod_into`; signed on the magnitudes,
@@ -1830,6 +1878,10 @@ def _x_idiv(ins: MInstr, fr: Fresh) -> list[MInstr]:
     quotient = ins.op == "idiv"
     nonzero = bool(ins.m.get("nz"))  # codegen.nonzero: every lane reaching here has b != 0
     if ins.mod("sign") != "s":
+        k = _pow2_divisor(b, s.fr, signed=False)
+        if k is not None:
+            s.into(ins.d[0], "mov", _pow2_divmod(s, a, b, k, quotient))
+            return s.code
         q, r = udivmod_into(s, a, b, quotient, nonzero)
         s.into(ins.d[0], "mov", q if quotient else r)
         return s.code
@@ -1845,9 +1897,13 @@ def _x_idiv(ins: MInstr, fr: Fresh) -> list[MInstr]:
         sx = s.op("shr", x, Imm(31), sign="s")
         return s.op("sub", s.op("xor", x, sx), sx), sx
 
-    (an, sn), (ad, sd) = mag(a, bool(ins.m.get("nna"))), mag(b, bool(ins.m.get("nnb")))
-    q, r = udivmod_into(s, an, ad, quotient, nonzero)
-    v = q if quotient else r
+    k = _pow2_divisor(b, s.fr, signed=True)
+    (an, sn), (ad, sd) = mag(a, bool(ins.m.get("nna"))), mag(b, bool(ins.m.get("nnb")) or k is not None)
+    if k is not None:
+        v = _pow2_divmod(s, an, b, k, quotient)
+    else:
+        q, r = udivmod_into(s, an, ad, quotient, nonzero)
+        v = q if quotient else r
     sg: R | Imm  # the result's sign mask: the dividend's for a remainder, both for a quotient
     if not quotient:
         sg = sn

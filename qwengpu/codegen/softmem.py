@@ -1156,7 +1156,7 @@ def expand_with_launch(
     p, entry = _launch_pass(prog, plan)
     p = propagate_constants(p)
     if options is not None and options.decided_zero_checks:
-        p = drop_decided_zero_checks(p)
+        p = drop_decided_zero_checks(p, dict(options.param_words))
     if plan.turns is not None:  # barriers and exits taken in turns; the saved values below the rest
         p, t = turns_pass(p, plan.turns, entry, plan.low)
         low = t.save_base
