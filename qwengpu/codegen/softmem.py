@@ -800,6 +800,44 @@ def _shfl_source(s: Seq, mode: str, b: R | Imm, c: R | Imm, lane: R) -> tuple[R 
     return j, ok
 
 
+def _shfl_fixed(s: Seq, d: R, mode: str, b: int, c: int, off: int) -> bool:
+    """A shuffle by constant operands over the whole warp (no segments; the usual ``__shfl_*_sync``
+    of a full warp): the source word's address from the thread index in one or two rows, and a
+    guarded pair of loads instead of the source lane's select (``_shfl_source``). Lane ``l`` of
+    the warp is thread ``t`` with ``l = t & 31`` (the circuit's ``laneid`` is the thread index's
+    low bits), so its warp's first thread is ``t & ~31``; ``down`` reads lane ``l + b`` where
+    ``l + b <= c`` and its own word elsewhere (``up``: ``l - b`` where ``l - b >= c``), the same
+    word as ``sim._shfl_lanes``. Returns False (nothing emitted) for a form it does not cover."""
+    tid = s.op("s2r", sr="tid.x")
+
+    def load(addr: R, at: int, guard: P | None = None) -> None:
+        s.emit("ld", (d,), (addr,), guard=guard, size=4, sign="u", space="global", amode="z",
+               base=GLOBAL_BASE, off=at)  # fmt: skip
+
+    if mode in ("bfly", "idx"):
+        if c != 31:
+            return False
+        if mode == "bfly":  # l ^ b < 32: every lane in range; its warp's thread t ^ b
+            load(s.op("shl", s.op("xor", tid, Imm(b)), Imm(2)), off)
+        else:  # every lane reads lane b of its warp
+            load(s.op("shl", s.op("and", tid, Imm(~31 & M32)), Imm(2)), off + 4 * b)
+        return True
+    if mode not in ("down", "up"):
+        return False
+    t4 = s.op("shl", tid, Imm(2))
+    # the lanes in range: l <= c - b (down), l >= c + b (up); their source is thread t + step
+    cmp, bound, step = ("le", c - b, b) if mode == "down" else ("ge", c + b, -b)
+    if (bound < 0) if cmp == "le" else (bound > 31):  # no lane in range: each reads its own word
+        load(t4, off)
+    elif (bound >= 31) if cmp == "le" else (bound <= 0):  # every lane in range
+        load(t4, off + 4 * step)
+    else:
+        ok = s.setp(cmp, s.op("s2r", sr="laneid"), Imm(bound), "s")
+        load(t4, off + 4 * step, guard=ok)
+        load(t4, off, guard=P(ok.n, not ok.neg))
+    return True
+
+
 @expander("shfl")
 def _x_shfl(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
     plan = _plan(fr)
@@ -814,6 +852,9 @@ def _x_shfl(ins: MInstr, fr: Fresh) -> list[MInstr] | None:
     base = plan.shadow(a.n)
     if base is None:
         raise MachineLimitError(f"shfl source %r{a.n} has no shadow region in the plan")
+    if (plan.turns is None and isinstance(b, Imm) and isinstance(c, Imm) and not (c.v >> 8) & 31
+            and _shfl_fixed(s, d, ins.mod("mode"), b.v & 31, c.v & 31, 4 * base)):
+        return s.code
     lane = s.op("s2r", sr="laneid")
     j, ok = _shfl_source(s, ins.mod("mode"), b, c, lane)
     if ok.n == PT:
@@ -1096,7 +1137,10 @@ def _shadow_pass(prog: Program, plan: MemPlan) -> Program:
                     ),
                 ]
     out = rebuild(prog, items)
-    return replace(out, nregs=nr, pinned=set(prog.pinned) - set(regs))
+    out = replace(out, nregs=nr, pinned=set(prog.pinned) - set(regs))
+    # the stores' thread addresses are the shuffles' own (``_shfl_fixed``): one copy of each
+    code, ranges = softcore.local_value_numbering(out.code, out.ptx_ranges, out.pinned)
+    return replace(out, code=code, ptx_ranges=ranges)
 
 
 FP = 31  # the register holding 4 * tid when the program spills
