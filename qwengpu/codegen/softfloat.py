@@ -687,9 +687,20 @@ def expand_fadd(ins: MInstr, fr: object) -> list[MInstr]:
     a, c = _srcs(ins)
     if ins.op == "fsub":
         c = b.xor(c, Imm(SIGN))
-    if _native_fadd(fr) and ins.mod("rnd") == "rn" and not ins.mod("sat"):
-        return b.finish(ins.d[0], _fadd_row(b, a, c, ins.mod("ftz")))
-    res = _fadd(b, a, c, ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat"))
+    rnd, ftz, sat = ins.mod("rnd"), ins.mod("ftz"), ins.mod("sat")
+    if _native_fadd(fr) and rnd == "rn" and not sat:
+        return b.finish(ins.d[0], _fadd_row(b, a, c, ftz))
+    if not ftz and _native_fmulf(fr) and _on_the_adders(fr, ins, a, c, ("rz", "rm", "rp")):
+        # add.rz/rm/rp: the sum rounded to nearest, its exact error, one step toward the mode
+        # (``_directed``, the fma's); both operands below 2^126 (no overflow, the step stays
+        # finite; a sum whose error is nonzero is far above the subnormals)
+        def fast() -> Val:
+            return _directed(b, _fadd_row(b, a, c), a, b.xor(c, Imm(SIGN)), a, c, rnd)
+
+        res = _slow_path_first(b, _below_126(b, None, a, c), fast, f"fadd.slow[{rnd},sat={sat}]", (a, c),
+                               lambda bb, x, y: _fadd(bb, x, y, rnd, ftz, sat))
+        return b.finish(ins.d[0], res)
+    res = _fadd(b, a, c, rnd, ftz, sat)
     return b.finish(ins.d[0], res)
 
 
@@ -752,6 +763,13 @@ def expand_fmul(ins: MInstr, fr: object) -> list[MInstr]:
         res = _slow_path_first(
             b, _range_row(b, a, c, ftz), lambda: b.op("fmulf", a, c), f"fmul.slow[ftz={ftz}]", (a, c),
             lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat))
+    elif not ftz and _native_fmulf(fr) and _on_the_adders(fr, ins, a, c, ("rz", "rm", "rp")):
+        # mul.rz/rm/rp: the unit's product and its exact error (its range: every product normal and
+        # finite, a zero product exact), one step toward the mode (``_step_toward``)
+        res = _slow_path_first(
+            b, _range_row(b, a, c, ftz),
+            lambda: _step_toward(b, b.op("fmulf", a, c), b.op("fmulf", a, c, err=True), rnd),
+            f"fmul.slow[{rnd},ftz={ftz}]", (a, c), lambda bb, x, y: _fmul(bb, x, y, rnd, ftz, sat))
     elif _on_the_adders(fr, ins, a, c):
         ok, zero, s0, es, h, low = _product_words(b, a, c, ftz)
         fast = b.sel(s0, _round_product(b, s0, es, h, low), zero)
@@ -924,12 +942,7 @@ def _ffma_on_the_unit(
     with th - (-v), where every zero is +0 and th's sign stays (9.27; until then two compare rows
     and a guarded copy of th). Returns (ok, the fast path: emits its rows when called, after the
     slow path's call, ``_slow_path_first``)."""
-    ok = _range_row(b, a, c, ftz)
-    # |z| < 0x7E800000 as two predicate rows (a token each) instead of |z| (a word per lane) and a
-    # compare: as s32, z < 0x7E800000 holds for every negative z; as u32, z < 0xFE800000 then
-    # leaves out the negative ones from -0x7E800000's bits on
-    ok = b.setp("lt", z, Imm(0x7E800000), sign="s", bop="and", c=ok)
-    ok = b.setp("lt", z, Imm(0xFE800000), bop="and", c=ok)
+    ok = _below_126(b, _range_row(b, a, c, ftz), z)  # and |z| < 0x7E800000
     az = b.and_(z, Imm(ABS)) if ftz else z
 
     def fast() -> Val:
@@ -961,9 +974,21 @@ def _directed(b: _B, r: Val, th: Val, nv: Val, x: Val, zz: Val, rnd: str) -> Val
     bb = _fsub_row(b, r, th)
     da = _fsub_row(b, th, _fsub_row(b, r, bb))
     e = _fsub_row(b, da, _fadd_row(b, nv, bb))  # da + (v - bb)
-    below = lambda: b.setp("gt", e, Imm(SIGN))  # noqa: E731  # e < 0: r is above the sum
+    r = _step_toward(b, r, e, rnd)
+    if rnd == "rm":  # an exact zero: -0 unless both zeros are +0
+        pz = b.setp("ne", zz, Imm(0), bop="or", c=b.setp("ne", x, Imm(0)))
+        pz = b.setp("eq", r, Imm(0), bop="and", c=pz)
+        r = b.cond(pz, r, "mov", Imm(SIGN))
+    return r
+
+
+def _step_toward(b: _B, r: Val, e: Val, rnd: str) -> Val:
+    """``rnd`` (rm, rp, rz) of the exact value r + e, from r = its rounding to nearest and e its
+    exact error (a float): where e points away from the mode's direction, r moves one unit toward
+    it (the bits -1 or +1 by r's sign; r normal and finite, as on the fast paths)."""
+    below = lambda: b.setp("gt", e, Imm(SIGN))  # noqa: E731  # e < 0: r is above the value
     above = lambda: b.setp("gt", e, Imm(0), sign="s")  # noqa: E731  # e > 0: r is below it
-    if rnd == "rz":  # toward zero: the magnitude one unit down where |r| is above |sum|
+    if rnd == "rz":  # toward zero: the magnitude one unit down where |r| is above |value|
         p = b.setp("ge", r, Imm(0), sign="s", bop="and", c=below())
         q = b.setp("lt", r, Imm(0), sign="s", bop="and", c=above())
         r = b.cond(p, r, "sub", r, Imm(1))
@@ -972,12 +997,18 @@ def _directed(b: _B, r: Val, th: Val, nv: Val, x: Val, zz: Val, rnd: str) -> Val
     up = b.setp("lt" if rnd == "rm" else "ge", r, Imm(0), sign="s", bop="and", c=p)  # magnitude +1
     dn = b.setp("ge" if rnd == "rm" else "lt", r, Imm(0), sign="s", bop="and", c=p)  # magnitude -1
     r = b.cond(up, r, "add", r, Imm(1))
-    r = b.cond(dn, r, "sub", r, Imm(1))
-    if rnd == "rm":  # an exact zero: -0 unless both zeros are +0
-        pz = b.setp("ne", zz, Imm(0), bop="or", c=b.setp("ne", x, Imm(0)))
-        pz = b.setp("eq", r, Imm(0), bop="and", c=pz)
-        r = b.cond(pz, r, "mov", Imm(SIGN))
-    return r
+    return b.cond(dn, r, "sub", r, Imm(1))
+
+
+def _below_126(b: _B, ok: P | None, *xs: Val) -> P:
+    """``ok`` and |x| < 0x7E800000 for each x, as predicate rows (a token per lane group each, where
+    |x| is a word per lane): as s32 x < 0x7E800000 holds for every negative x, as u32 x <
+    0xFE800000 then leaves out the negative ones from -0x7E800000's bits on."""
+    for x in xs:
+        ok = b.setp("lt", x, Imm(0x7E800000), sign="s", bop=None if ok is None else "and", c=ok)
+        ok = b.setp("lt", x, Imm(0xFE800000), bop="and", c=ok)
+    assert ok is not None
+    return ok
 
 
 def _or_slow_path(b: _B, ok: P, fast: Val, name: str, args: tuple, slow: Callable[..., Val]) -> Val:

@@ -159,6 +159,38 @@ def test_fma_in_the_directed_modes_on_the_unit(rnd, ftz):
     assert issued[True] * 3 < issued[False], issued
 
 
+@pytest.mark.parametrize("rnd", ["rm", "rp", "rz"])
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul"])
+def test_add_and_mul_in_the_directed_modes_on_the_unit(op, rnd):
+    """``add/sub/mul.rm/rp/rz`` on the adders and the unit (9.28): the sum rounded to nearest and
+    its exact error by TwoSum's rows (``softfloat._directed``, the fma's), or the unit's product
+    and its exact error, then one unit toward the mode (``_step_toward``); both operands below
+    2^126 (the product: the range row), the rest the integer sequence as a cold routine. Edge
+    pairs, random operands, close pairs (cancellation), exact cancellations and every pair of
+    signed zeros, ±1 and subnormals; bit for bit with the interpreter, and fewer than half the
+    warp instructions of the integer sequence."""
+    import itertools
+
+    mods = {"rnd": rnd}
+    rng = np.random.default_rng(29)
+    tsf.check(op, mods, *tsf.operands(op, rng, 2048), weights=True, options=UNIT)
+    a, b = tsf.close_pairs(rng, 1024)
+    tsf.check(op, mods, a, b, weights=True, options=UNIT)
+    a = tsf.random_bits(rng, 512) & np.uint32(0xBFFFFFFF)  # finite, exponents below 2^65
+    tsf.check(op, mods, a, a ^ np.uint32(0 if op == "fsub" else 0x80000000), weights=True, options=UNIT)
+    zero, one, sub = [0x00000000, 0x80000000], [0x3F800000, 0xBF800000], [0x00000001, 0x80000001]
+    rows = list(itertools.product(zero + one + sub, zero + one + sub))
+    a, b = (np.array([r[k] for r in rows], dtype=U) for k in range(2))
+    tsf.check(op, mods, a, b, weights=True, options=UNIT)
+    x, y = tfa._floats(rng, 32, 110, 145), tfa._floats(rng, 32, 110, 145)
+    issued = {}
+    for opts in (UNIT, tfa.NATIVE):
+        info: dict = {}
+        tsf.check(op, mods, x, y, weights=True, options=opts, info=info)
+        issued[opts is UNIT] = info["stats"].machine_by_ptx[info["ptx"]]
+    assert issued[True] * 2 < issued[False], issued
+
+
 def test_every_fma_mode_in_one_program_on_the_unit():
     """``kernels/rounding_fma.cu`` (``__fmaf_rn/rz/rd/ru`` side by side, products that overflow
     and subnormal factors: the slow path in every mode) in the weights' program on the units, bit
