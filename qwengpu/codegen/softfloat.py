@@ -1343,6 +1343,72 @@ def _fsqrt_specials(b: _B, a: Val, aa: Val) -> tuple:
     return spec, pspec
 
 
+def _fsqrt_recip(b: _B, yh: Val, yl: Val) -> Val:
+    """y2 ~ 2^46 / sqrt(Y) for Y = (yh, yl) = S' << 6 in [2^30, 2^32) (``sqrt_model.recip``): a
+    line, three Newton steps in 16-bit words, one in full words (relative error about 2^-27)."""
+    mul = b.mul
+    y = b.sub(Imm(sm.K0), b.shr(mul(yh, Imm(sm.K2)), Imm(16)))
+    for _ in range(3):
+        w = b.sub(Imm(sm.THREE), mul(yh, b.shr(mul(y, y), Imm(16))))
+        y = b.shr(mul(y, b.shr(w, Imm(16))), Imm(15))
+    eh, el = b.halves(b.sub(Imm(sm.THREE), b.hiap((yh, yl), b.halves(mul(y, y)))))
+    return b.add(mul(y, eh), b.shr(mul(y, el), Imm(16)))
+
+
+def _frsqrt_sig(b: _B, s: Val) -> Val:
+    """R = rn(2^36 / sqrt(S')) in [2^23, 2^24] for S' in [2^24, 2^26): ``sqrt_model.rsqrt_sig``
+    word for word (exact on every S': checked on all of them), i.e. the reciprocal root's estimate
+    within one, then one exact test B^2 S' <= 2^78 modulo 2^64 at the rounding boundary B nearest
+    it."""
+    mul = b.mul
+    yw = b.shl(s, Imm(6))
+    q4 = b.add(b.shr(_fsqrt_recip(b, *b.halves(yw)), Imm(4)), Imm(4))  # q + 4
+    k = b.shr(q4, Imm(3))
+    up = b.setp("ge", b.and_(q4, Imm(7)), Imm(4))  # the boundary above q (else the one below)
+    bnd = b.add(b.and_(q4, Imm(M32 ^ 7)), b.sel(Imm(4), Imm(M32 - 3), up))  # B = 8k -+ 4
+    bh, bl = b.halves(bnd)
+    a0, a1 = mul(bl, bl), mul(bh, bl)
+    w0 = b.add(a0, b.shl(a1, Imm(17)))  # B^2 = (w1, w0)
+    w1 = b.add(mul(bh, bh), b.shr(a1, Imm(15)))
+    w1 = b.cond(b.setp("lt", w0, a0), w1, "add", w1, Imm(1))
+    s1, s0 = b.halves(s)
+    w0h = b.halves(w0)
+    l0, l1 = mul(w0, s0), mul(w0, s1)
+    xl = b.add(l0, b.shl(l1, Imm(16)))  # B^2 S' mod 2^64 = (xh, xl)
+    xh = b.add(b.add(b.hi16(s0, w0h), b.shl(b.hi16(s1, w0h), Imm(16))), b.add(b.shr(l1, Imm(16)), mul(w1, s)))
+    xh = b.cond(b.setp("lt", xl, l0), xh, "add", xh, Imm(1))
+    le = b.setp("eq", xl, Imm(0), bop="and", c=b.setp("eq", xh, Imm(0)))
+    le = b.setp("lt", xh, Imm(0), sign="s", bop="or", c=le)  # B^2 S' - 2^78 <= 0
+    r = b.cond(up.inv(), k, "sub", k, Imm(1))  # (B + 4) / 8 - 1 = k - 1 + [up]
+    return b.cond(le, r, "add", r, Imm(1))
+
+
+def expand_frsqrt(ins: MInstr, fr: object) -> list[MInstr]:
+    """rsqrt.approx{.ftz}.f32: rn(1 / sqrt(x)), bit-exact with ``fp32.rsqrt_approx``: the significand
+    S' of ``_fsqrt_core`` (in [2^24, 2^26), an even exponent left), R = ``_frsqrt_sig`` and the
+    exponent added to R (a carry out of its 24 bits, R = 2^24, bumps it); never subnormal or
+    overflowing. ±0 (a subnormal with ftz) gives ±inf, +inf +0, a negative or NaN operand NaN."""
+    b = _B(fr)
+    (a,) = _srcs(ins)
+    if ins.mod("ftz"):
+        a = b.flush_word(a)
+    aa = b.and_(a, Imm(ABS))
+    m, x = b.unpack_top(aa)
+    u = b.sub(x, Imm(142))  # value = (m >> 8) * 2^u
+    sh = b.sub(Imm(2), b.and_(u, Imm(1)))  # S' = (m >> 8) << sh in [2^24, 2^26), u - sh even
+    r = _frsqrt_sig(b, b.shl(b.shr(m, Imm(8)), sh))
+    # 1/sqrt(x) = R * 2^(-36 - (u - sh) / 2): the biased exponent E = 114 - (u - sh) / 2, and the
+    # word (E - 1) << 23 plus R (its bit 23 is the hidden one)
+    e1 = b.sub(Imm(113), b.shr(b.sub(u, sh), Imm(1), sign="s"))
+    res = b.add(b.shl(e1, Imm(23)), r)
+    pz = b.setp("eq", aa, Imm(0))
+    spec = b.sel(b.or_(b.and_(a, Imm(SIGN)), Imm(INF)), Imm(CNAN), pz)  # ±0: ±inf; else NaN
+    spec = b.sel(Imm(0), spec, b.setp("eq", a, Imm(INF)))  # +inf: +0
+    pspec = b.setp("lt", a, Imm(0), sign="s", bop="or", c=pz)  # zero, negative (NaN too)
+    pspec = b.setp("ge", aa, Imm(INF), bop="or", c=pspec)  # inf, NaN
+    return b.finish(ins.d[0], b.sel(spec, res, pspec))
+
+
 def _fsqrt_digits(b: _B, yw: Val) -> tuple[Val, Val]:
     """(root, remainder) = (floor(sqrt(Y 2^20)), Y 2^20 - root^2) for Y = S' << 6 in [2^30, 2^32),
     on a machine with the multiplier: ``sqrt_model.root_rem`` word for word (a reciprocal square
@@ -1351,15 +1417,9 @@ def _fsqrt_digits(b: _B, yw: Val) -> tuple[Val, Val]:
     instructions (the digit-by-digit loop issued 13 trips of 22 rows). Exact on every S'
     (``sqrt_model``, checked on all of them)."""
 
-    mul, halves, hiap = b.mul, b.halves, b.hiap
-    yh, yl = halves(yw)
-    y = b.sub(Imm(sm.K0), b.shr(mul(yh, Imm(sm.K2)), Imm(16)))
-    for _ in range(3):
-        w = b.sub(Imm(sm.THREE), mul(yh, b.shr(mul(y, y), Imm(16))))
-        y = b.shr(mul(y, b.shr(w, Imm(16))), Imm(15))
-    eh, el = halves(b.sub(Imm(sm.THREE), hiap((yh, yl), halves(mul(y, y)))))
-    y2 = b.add(mul(y, eh), b.shr(mul(y, el), Imm(16)))
-    root = b.shr(hiap((yh, yl), halves(y2)), Imm(4))
+    mul = b.mul
+    yh, yl = b.halves(yw)
+    root = b.shr(b.hiap((yh, yl), b.halves(_fsqrt_recip(b, yh, yl))), Imm(4))
     rem = b.sub(b.shl(yw, Imm(20)), mul(root, root))
     neg = b.setp("lt", rem, Imm(0), sign="s")  # one too high
     root = b.cond(neg, root, "sub", root, Imm(1))
@@ -1787,6 +1847,7 @@ FLOAT_EXPANDERS: dict[str, Callable[[MInstr, object], list[MInstr]]] = {
     "fdiv": expand_fdiv,
     "fsqrt": expand_fsqrt,
     "fex2": expand_fex2,
+    "frsqrt": expand_frsqrt,
 }
 
 

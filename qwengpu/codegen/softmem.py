@@ -1678,7 +1678,7 @@ def run_weights(cu_path: str | Path, spec_path: str | Path | None = None, **kw: 
 
 #: ops (besides ``soft.WEIGHT_OPS``) the engine encodes or another expander still owns
 OTHER_OPS = frozenset({"bar", "trap", "call", "ret", "fadd", "fsub", "fmul", "ffma", "fmin", "fmax",
-                       "fsetp", "i2f", "f2i", "frnd", "fdiv", "fsqrt", "fex2"})  # fmt: skip
+                       "fsetp", "i2f", "f2i", "frnd", "fdiv", "fsqrt", "fex2", "frsqrt"})  # fmt: skip
 
 __all__ = [
     "MemPlan",

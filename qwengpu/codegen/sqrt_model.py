@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from qwengpu.codegen.words import halves as _halves
+from qwengpu.codegen.words import hi16 as _hi16
 from qwengpu.codegen.words import hiap as _hiap
 from qwengpu.codegen.words import mul as _mul
 
@@ -33,16 +34,22 @@ _U = np.uint64
 _M = _U(0xFFFFFFFF)
 
 
-def root_rem(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(floor(sqrt(S' 2^26)), S' 2^26 - root^2) for S' in [2^24, 2^26), as the sequence computes."""
-    yw = (np.asarray(s, dtype=_U) << _U(6)) & _M
+def recip(yw: np.ndarray) -> np.ndarray:
+    """y2 ~ 2^46 / sqrt(Y) (relative error about 2^-27) for Y = S' << 6 in [2^30, 2^32)."""
     yh, yl = _halves(yw)
     y = (_U(K0) - (_mul(yh, K2) >> _U(16))) & _M
     for _ in range(3):
         w = (_U(THREE) - _mul(yh, _mul(y, y) >> _U(16))) & _M
         y = _mul(y, w >> _U(16)) >> _U(15)
     eh, el = _halves((_U(THREE) - _hiap((yh, yl), _halves(_mul(y, y)))) & _M)
-    y2 = (_mul(y, eh) + (_mul(y, el) >> _U(16))) & _M
+    return (_mul(y, eh) + (_mul(y, el) >> _U(16))) & _M
+
+
+def root_rem(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(floor(sqrt(S' 2^26)), S' 2^26 - root^2) for S' in [2^24, 2^26), as the sequence computes."""
+    yw = (np.asarray(s, dtype=_U) << _U(6)) & _M
+    yh, yl = _halves(yw)
+    y2 = recip(yw)
     root = _hiap((yh, yl), _halves(y2)) >> _U(4)
     rem = ((yw << _U(20)) - _mul(root, root)) & _M
     neg = (rem >> _U(31)) == 1  # one too high
@@ -55,4 +62,33 @@ def root_rem(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return root, rem
 
 
-__all__ = ["K0", "K2", "THREE", "root_rem"]
+def rsqrt_sig(s: np.ndarray) -> np.ndarray:
+    """R = rn(2^36 / sqrt(S')) in [2^23, 2^24] for S' in [2^24, 2^26), as ``softfloat._frsqrt_sig``
+    computes it (``rsqrt.approx``'s significand; never a tie: 2^36 / sqrt(S') is irrational but for
+    S' = 2^24, where it is 2^24).
+
+    ``q = y2 >> 4`` is floor(2^39 / sqrt(S')) within one (``recip``), and ``k = (q + 4) >> 3`` the
+    rounding of it. The true rounding differs from k only across the boundary B (of the form
+    8j - 4) nearest q: R = (B + 4) / 8 - 1 + [2^39 / sqrt(S') >= B], and that test is B^2 S' <=
+    2^78, computed modulo 2^64 (|B^2 S' - 2^78| < 2^57 for B within five of the root): B^2 as two
+    words from its halves, times S' with ``hi16``, and the sign of the 64-bit result."""
+    s = np.asarray(s, dtype=_U)
+    q = recip((s << _U(6)) & _M) >> _U(4)
+    k = (q + _U(4)) >> _U(3)
+    up = ((q + _U(4)) & _U(7)) >= _U(4)  # the boundary above q (else the one below)
+    bnd = ((k << _U(3)) - _U(4) + np.where(up, _U(8), _U(0))) & _M
+    bh, bl = _halves(bnd)
+    a0, a1, a2 = _mul(bl, bl), _mul(bh, bl), _mul(bh, bh)
+    w0 = (a0 + ((a1 << _U(17)) & _M)) & _M  # B^2 = (w1, w0)
+    w1 = (a2 + (a1 >> _U(15)) + (w0 < a0).astype(_U)) & _M
+    s1, s0 = _halves(s)
+    w0h = _halves(w0)
+    l0, l1 = _mul(w0, s0), _mul(w0, s1)
+    xl = (l0 + ((l1 << _U(16)) & _M)) & _M  # B^2 S' mod 2^64 = (xh, xl)
+    xh = (_hi16(s0, w0h) + ((_hi16(s1, w0h) << _U(16)) & _M) + (l1 >> _U(16)) + (xl < l0).astype(_U)
+          + _mul(w1, s)) & _M
+    le = ((xh >> _U(31)) == _U(1)) | ((xh == _U(0)) & (xl == _U(0)))  # B^2 S' - 2^78 <= 0
+    return (((bnd + _U(4)) >> _U(3)) - _U(1) + le.astype(_U)) & _M
+
+
+__all__ = ["K0", "K2", "THREE", "recip", "root_rem", "rsqrt_sig"]

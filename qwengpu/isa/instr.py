@@ -279,6 +279,8 @@ _SPECS = [
         "pd = fmulf(a, b) is mul.rn(a, b) [.ftz] (fp32.mul_fast_ok: both finite, and a factor zero or "
         "both normal with exponent fields summing to 174..377)",
     ),
+    # ---- appended last, so the op codes before it stay as they were
+    OpSpec("frsqrt", "fpu", "r", "r", ("ftz",), "d = 1/sqrt(a) correctly rounded (rn; rsqrt.approx), ftz"),
 ]
 #: ops a ROM row may run in ONE lane of its lane group, the ``lane`` modifier (0-3): the lanes at
 #: another position keep their registers and emit nothing, as under a false guard (the weights:

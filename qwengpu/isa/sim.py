@@ -796,6 +796,10 @@ class MachineSim(core.SimtCore):
         ftz = ins.mod("ftz")
         return self._alu(ins, lambda a: fp32.ex2_approx(as_lanes(a), ftz))
 
+    def _op_frsqrt(self, ins: MInstr, pc: int) -> Callable:
+        ftz = ins.mod("ftz")
+        return self._alu(ins, lambda a: fp32.rsqrt_approx(as_lanes(a), ftz))
+
     # ---- float64 unit: exact rationals per lane (``qwengpu.isa.f64``, not the interpreter's code)
     def _d64(self, ins: MInstr, fn: Callable, words: str) -> Callable:
         """An f64 op on register pairs: ``words`` says how the sources group into values ("2" a

@@ -31,7 +31,7 @@ from qwengpu.spec import bind, parse_spec, read_outputs
 MACHINE = Options(**unit_options(shape_named("2b")))
 
 FLOAT_OPS = set(sf.FLOAT_EXPANDERS)
-UNARY = ("i2f", "f2i", "frnd", "fsqrt", "fex2")
+UNARY = ("i2f", "f2i", "frnd", "fsqrt", "fex2", "frsqrt")
 HEADER = ".version 9.5\n.target sm_75\n.address_size 64\n"
 # out = r8 ^ p1: the op under test replaces the `xor r8` (a register result) or the `setp p1`
 # (fsetp); %p2 = c & 1 is a third predicate operand, %p3 = tid & 2 a guard, and r8 / p1 hold
@@ -183,6 +183,8 @@ def reference(op: str, mods: dict, a, b, c, *, guard: bool = False, old=None, pc
         r = fp32.sqrt(a, rnd, ftz)
     elif op == "fex2":
         r = fp32.ex2_approx(a, ftz)
+    elif op == "frsqrt":
+        r = fp32.rsqrt_approx(a, ftz)
     elif op in ("fmin", "fmax"):
         r = (fp32.min if op == "fmin" else fp32.max)(a, b, ftz)
     elif op == "fsetp":
@@ -635,6 +637,44 @@ def test_fsqrt_root_on_every_significand() -> None:
         x = s << np.uint64(26)
         assert (root * root <= x).all() and ((root + one) * (root + one) > x).all()
         assert (rem == x - root * root).all()
+
+
+def test_frsqrt_significand_on_every_significand() -> None:
+    """``sqrt_model.rsqrt_sig`` (what ``softfloat._frsqrt_sig`` runs, word for word) is rn(2^36 /
+    sqrt(S')) for every one of the 3 * 2^24 significands S' in [2^24, 2^26): float64 decides all
+    but the values within 10^-6 of a rounding boundary, which exact integer roots decide
+    (floor((isqrt(2^74 // S') + 1) / 2): 2^36 / sqrt(S') is irrational there, so no ties)."""
+    import math
+
+    from qwengpu.codegen.sqrt_model import rsqrt_sig
+
+    for lo in range(1 << 24, 1 << 26, 1 << 22):
+        s = np.arange(lo, lo + (1 << 22), dtype=np.uint64)
+        r = rsqrt_sig(s)
+        y = 2.0**36 / np.sqrt(s.astype(np.float64)) + 0.5
+        near = np.abs(y - np.round(y)) < 1e-6
+        assert (r[~near] == np.floor(y[~near]).astype(np.uint64)).all()
+        for i in np.flatnonzero(near):
+            assert int(r[i]) == (math.isqrt((1 << 74) // int(s[i])) + 1) >> 1
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("units", [False, True])
+def test_frsqrt_is_the_interpreters(ftz: bool, units: bool) -> None:
+    """``rsqrt.approx`` as the op ``frsqrt`` expanded (``softfloat.expand_frsqrt``: the significand
+    above, the exponent, the specials), bit for bit with ``fp32.rsqrt_approx`` (rn(1/sqrt(x))) on
+    the edge values and their negations, every exponent with random significands, subnormals, and
+    4,096 random words; on the 2B machine's units and with the test shape's multiply sequences."""
+    rng = np.random.default_rng(31 + ftz + 2 * units)
+    e = np.array(EDGE + [x ^ 0x80000000 for x in EDGE], dtype=np.uint32)
+    exps = np.arange(256, dtype=np.uint32).repeat(8) << np.uint32(23)
+    a = np.concatenate([e, exps | (random_bits(rng, len(exps)) & np.uint32(0x7FFFFF)),
+                        random_bits(rng, 1024) & np.uint32(0x807FFFFF), random_bits(rng, 4096)])
+    if not units:
+        a = a[::4]  # the test shape's multiplies are long sequences
+    a = np.concatenate([a, np.zeros((-len(a)) % 32, dtype=np.uint32)])
+    for x in np.split(a, range(2048, len(a), 2048)):
+        check("frsqrt", {"ftz": ftz}, x, weights=True, options=MACHINE if units else None)
 
 
 @pytest.mark.parametrize("combo", SQRT_UNITS, ids=[_id(c) for c in SQRT_UNITS])

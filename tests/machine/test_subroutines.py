@@ -467,7 +467,7 @@ def test_auto_inlines_what_fits() -> None:
 #: kernels that fit the ROM only since float ops share their rounding-independent parts
 #: (softfloat ``fadd.core``/``fmul.core``/``ffma.core``, ``fprod``: one body for every rounding
 #: mode, and for fmul and ffma) and the allocator coalesces call-site copies better
-SHARED_PARTS = ["rounding_add_mul", "rounding_fma", "rsqrt_norm"]
+SHARED_PARTS = ["rounding_add_mul", "rounding_fma"]  # rsqrt_norm: one machine op since 9.28
 
 
 @pytest.mark.parametrize("name", SHARED_PARTS)
@@ -664,38 +664,39 @@ def test_random_operands_through_shared_float_parts(line: str) -> None:
 
 
 # ------------------------------------------------------------------------------ outlined windows
-DIVS = """
-    rsqrt.approx.f32 %r13, {A};
-    rsqrt.approx.f32 %r14, {B};
-    add.rn.f32 %r15, %r13, %r14;
-    rsqrt.approx.f32 {C}, %r15;
+REMS = """
+    rem.s64 %rd26, {A}, {B};
+    rem.s64 %rd27, {B}, {A};
+    add.s64 %rd28, %rd26, %rd27;
+    rem.s64 {C}, %rd28, {A};
 """
 
 
 @pytest.mark.parametrize("routines", [pytest.param("never", marks=pytest.mark.slow), "always"])  # never: 10 s
 def test_repeated_sequence_is_outlined(routines: str) -> None:
-    """Three ``rsqrt.approx.f32`` (lowered: ~100 instructions each, with loops) share one window body;
-    the results are the interpreter's on random and special operands."""
+    """Three ``rem.s64`` (lowered: ~80 instructions each, with a loop) share one window body; the
+    results are the interpreter's on random and edge operands (no zero divisor). (Until 9.28 the
+    example was ``rsqrt.approx.f32``, now one machine op.)"""
     rng = random.Random(4)
-    a = [rng.getrandbits(32) for _ in range(64)]
-    b = [rng.getrandbits(32) for _ in range(64)]
+    a = [rng.getrandbits(64) | 1 for _ in range(64)]
+    b = [rng.getrandbits(rng.choice((8, 33, 64))) | 1 for _ in range(64)]
     a[:5], b[:5] = (
-        [0, 0x7F800000, 0x00000001, 0x3F800000, 0x80000000],
-        [0x3F800000, 0, 0x7F7FFFFF, 0x00000003, 0],
+        [1, (1 << 63), (1 << 64) - 1, 3, (1 << 63) - 1],
+        [(1 << 64) - 1, 7, (1 << 63), (1 << 64) - 1, 1],
     )
-    module = parse_ptx(binop_ptx(DIVS, "f32", "f32", "f32"))
-    sp = parse_spec(binop_spec(a, b, "u32", "u32", "u32"))
+    module = parse_ptx(binop_ptx(REMS, "u64", "u64", "u64"))
+    sp = parse_spec(binop_spec(a, b, "u64", "u64", "u64"))
     prog = lower_kernel(module, "k", [True, True, True])
     wins = soft.find_windows(prog)
     big = max(wins.values(), key=lambda w: w.size)
-    assert big.size >= 80 and len(big.occ) == 3
+    assert big.size >= 70 and len(big.occ) == 3
     ref = run_interp(module, sp)
     got, st, ex = soft.simulate_for_weights(module, sp, routines=routines, outline="always")
     assert np.asarray(got["out"]).tobytes() == np.asarray(ref["out"]).tobytes()
     cg = CallGraph(ex.code)
     assert max(len(v) for v in cg.sites.values()) >= 3
     inline = allocate(soft.expand_for_weights(prog, routines=routines, outline="never"))
-    assert len(ex.code) < len(inline.code) - 150
+    assert len(ex.code) < len(inline.code)  # (the division's core is a routine either way)
 
 
 def test_windows_respect_ptx_ranges_and_purity() -> None:

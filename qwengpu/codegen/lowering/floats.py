@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qwengpu.codegen.lowering.common import ROUNDING, _type_of
-from qwengpu.codegen.lowering.floatseq import dop, frsqrt
+from qwengpu.codegen.lowering.floatseq import dop
 from qwengpu.codegen.lowering.operands import (
     V64,
     as_pair,
@@ -14,7 +14,6 @@ from qwengpu.codegen.lowering.operands import (
     read32,
     read64,
     write32,
-    write32v,
     write64,
     writep,
 )
@@ -120,14 +119,9 @@ def approx_limit(cx: LowerCtx, ins: Instr) -> None:
 
 
 def ptx_rsqrt(cx: LowerCtx, ins: Instr) -> None:
-    """rsqrt.approx.f32: the exact sequence ``frsqrt``; f64 traps."""
-    t = _type_of(ins)
-    _, ftz, _ = fmods(cx, ins)
-    if t != "f32":
-        return f64_trap(cx, ins)
-    d, a = ins.operands
-    write32v(cx, d, t, frsqrt(cx, read32(cx, a, t, ins), ftz), ins)
-    return None
+    """rsqrt.approx.f32: the machine op ``frsqrt`` (rn(1/sqrt(a)), the interpreter's model; the
+    weights expand it: ``softfloat.expand_frsqrt``); f64 traps."""
+    unary_f32(cx, ins, "frsqrt", rounded=False)
 
 
 def ptx_testp(cx: LowerCtx, ins: Instr) -> None:

@@ -1,4 +1,4 @@
-"""Float sequences: exact integer algorithms on the IEEE fields (rounding, packing, rsqrt,
+"""Float sequences: exact integer algorithms on the IEEE fields (rounding, packing,
 64-bit integer <-> f32 conversions, f64 min/max/rint on the bits); several are shared with
 ``softfloat64`` through ``lower.Lowerer``."""
 
@@ -68,81 +68,6 @@ def round_pack(cx: LowerCtx, sgn: R | Imm, be: R, m: R, F: int, sticky: R | Imm,
     if ftz:
         packed = cx.sel(Imm(0), packed, cx.setp("lt", packed, Imm(0x800000)))
     return cx.op("or", packed, sgn)
-
-
-def frsqrt(cx: LowerCtx, a: R | Imm, ftz: bool) -> R:
-    """rsqrt.approx{.ftz}.f32 as the interpreter models it: 1/sqrt(a) correctly rounded (rn).
-
-    m * 2^u with u even; Y = floor(2^38 / sqrt(m)) from a Newton estimate refined with an
-    exact-product residual, then checked exactly: Y^2 m <= 2^76 < (Y+1)^2 m, computed modulo
-    2^64 (2^76 vanishes there and the remainder is far below 2^63), corrected by loops."""
-    if ftz:
-        a = flush(cx, a)
-    aa = cx.op("and", a, Imm(0x7FFFFFFF))
-    m, e = unpack_norm(cx, aa)
-    cx.into(m, "max", m, Imm(0x800000), sign="u")
-    u = cx.op("sub", e, Imm(150))
-    odd = cx.setp("ne", cx.op("and", u, Imm(1)), Imm(0))
-    cx.into(m, "shl", m, Imm(1), guard=odd)
-    cx.into(u, "sub", u, Imm(1), guard=odd)
-    x = cx.op("i2f", m, sign="u", rnd="rn")  # exact
-    hx = cx.op("fmul", x, Imm(0xBF000000))
-    y = cx.op("sub", Imm(0x5F3759DF), cx.op("shr", x, Imm(1)))
-    for _ in range(3):
-        y = cx.op("fmul", y, cx.op("ffma", hx, cx.op("fmul", y, y), Imm(0x3FC00000)))
-    hi = cx.op("fmul", x, y)
-    lo = cx.op("ffma", x, y, cx.op("xor", hi, Imm(0x80000000)))
-    e1 = cx.op("ffma", cx.op("xor", hi, Imm(0x80000000)), y, Imm(0x3F800000))
-    ee = cx.op("ffma", cx.op("xor", lo, Imm(0x80000000)), y, e1)  # 1 - x*y^2, nearly exact
-    yf = cx.op("fmul", y, Imm(0x52800000))  # y * 2^38
-    big_y = cx.op("f2i", yf, sign="u", irnd="rni")
-    c = cx.op("f2i", cx.op("fmul", cx.op("fmul", yf, ee), Imm(0x3F000000)), sign="s", irnd="rni")
-    yy = cx.tmp()
-    cx.into(yy, "add", big_y, c)
-    rl, rh = cx.tmp(), cx.tmp()
-
-    def remainder() -> None:  # (rl, rh) = 2^76 - yy^2 m  (mod 2^64, signed)
-        s0, s1 = cx.op("mul", yy, yy), cx.op("mulhi", yy, yy, sign="u")
-        pl = cx.op("mul", s0, m)
-        ph = cx.op("add", cx.op("mulhi", s0, m, sign="u"), cx.op("mul", s1, m))
-        nl, nh = neg64(cx, (pl, ph))
-        cx.mov(rl, nl)
-        cx.mov(rh, nh)
-
-    remainder()
-    l1, l2, done = cx._label(), cx._label(), cx._label()
-    cx.place(l1)
-    p = cx.setp("lt", rh, Imm(0), sign="s")
-    cx.bra(l2, p.inv())
-    cx.into(yy, "sub", yy, Imm(1))
-    remainder()
-    cx.bra(l1)
-    cx.place(l2)
-    t = cx.op("add", cx.op("add", yy, yy), Imm(1))
-    tl, th = cx.op("mul", t, m), cx.op("mulhi", t, m, sign="u")
-    p2 = cmp64(cx, "ge", (rl, rh), (tl, th), True)
-    cx.bra(done, p2.inv())
-    cx.into(yy, "add", yy, Imm(1))
-    remainder()
-    cx.bra(l2)
-    cx.place(done)
-    sticky = cx.op("or", rl, rh)
-    big = cx.setp("ge", yy, Imm(1 << 26))
-    cx.into(sticky, "or", sticky, cx.op("and", yy, Imm(1)), guard=big)
-    cx.into(yy, "shr", yy, Imm(1), guard=big)
-    be = cx.op("sub", Imm(114), cx.op("shr", u, Imm(1), sign="s"))
-    cx.into(be, "add", be, Imm(1), guard=big)
-    res = round_pack(cx, Imm(0), be, yy, 25, sticky, "rn", ftz)
-    neg = cx.setp("lt", a, Imm(0), sign="s")
-    nan = cx.setp("ne", aa, Imm(0), bop="and", c=neg)
-    nan = cx.setp("gt", aa, Imm(0x7F800000), bop="or", c=nan)
-    res = cx.sel(Imm(0), res, cx.setp("eq", aa, Imm(0x7F800000)))
-    res = cx.sel(
-        cx.op("or", cx.op("and", a, Imm(0x80000000)), Imm(0x7F800000)),
-        res,
-        cx.setp("eq", aa, Imm(0)),
-    )
-    return cx.sel(Imm(0x7FFFFFFF), res, nan)
 
 
 def i2f64(cx: LowerCtx, x: tuple, signed: bool, rnd: str) -> R:
