@@ -1989,7 +1989,8 @@ def _mulhi_const(s: Seq, S: R, x: R, c: int) -> None:
 def _mulhi_halves(s: Seq, S: R, a: R | Imm, b: R | Imm) -> None:
     """S = high word of a * b (unsigned) from four products of 16-bit halves on the multiplier
     (each below 2^32, so the low word the circuit gives is the whole product):
-    hi = ah*bh + (ah*bl >> 16) + (al*bh >> 16) + (((al*bl >> 16) + lo16(ah*bl) + lo16(al*bh)) >> 16)."""
+    hi = ah*bh + ((ah*bl + (al*bl >> 16) + al*bh) >> 16), the middle sum's carry out of 32 bits
+    adding 2^16."""
 
     def halves(x: R | Imm) -> tuple[R | Imm, R | Imm]:
         if isinstance(x, Imm):
@@ -2027,10 +2028,14 @@ def _mulhi_halves(s: Seq, S: R, a: R | Imm, b: R | Imm) -> None:
         return
     (ah, al), (bh, bl) = halves(a), halves(b)
     hl, lh = prod(ah, bl), prod(al, bh)
-    mid = op("add", op("add", op("shr", prod(al, bl), Imm(16)), op("and", hl, Imm(0xFFFF))),
-             op("and", lh, Imm(0xFFFF)))
-    hi = op("add", op("add", prod(ah, bh), op("shr", hl, Imm(16))), op("shr", lh, Imm(16)))
-    s.into(S, "add", hi, op("shr", mid, Imm(16)))
+    # the middle column hl + lh + (al*bl >> 16) in a word and a carry: hl + (al*bl >> 16) fits
+    # (hl <= (2^16 - 1)^2), adding lh may wrap once, which the compare sees (9.28: four rows fewer
+    # than masking both products' low halves)
+    m1 = op("add", hl, op("shr", prod(al, bl), Imm(16)))
+    m2 = op("add", m1, lh)
+    s.into(S, "add", prod(ah, bh), op("shr", m2, Imm(16)))
+    if isinstance(m2, R) and not (isinstance(lh, Imm) and lh.v == 0):  # lh = 0: nothing wraps
+        s.into(S, "add", S, Imm(0x10000), guard=s.setp("lt", m2, lh))
 
 
 def mulhi_into(s: Seq, d: R, a: R | Imm, b: R | Imm, sign: str) -> None:

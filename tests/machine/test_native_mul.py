@@ -65,6 +65,26 @@ def test_native_multiply_sequences_equal_python(op, t, want):
     assert any(x.op == "mul" for x in prog.code)  # the multiplier's rows, not shift-and-add
 
 
+@pytest.mark.parametrize("op,t", [("mul.hi.u32 {C}, {A}, {B};", "u32"), ("mul.lo.s64 {C}, {A}, {B};", "u64")])
+def test_the_high_words_middle_column_carries(op, t):
+    """``_mulhi_halves`` (9.28): the middle column ah*bl + al*bh + (al*bl >> 16) is a word and a
+    carry; operands whose halves are all large make it wrap (every pair of 0xFFFFxxxx-like words),
+    small ones do not; the high word and the 64-bit product are Python's."""
+    rng = random.Random(28)
+    big = [0xFFFFFFFF, 0xFFFF0000, 0x8000FFFF, 0xFFFF8001]
+    big += [rng.getrandbits(32) | 0x80008000 for _ in range(28)]
+    a = [x for x in big for _ in big][:512] + [rng.getrandbits(32) for _ in range(64)]
+    b = [y for _ in big for y in big][:512] + [rng.getrandbits(32) for _ in range(64)]
+    if t == "u64":
+        a = [(x << 32) | (y ^ 0x5A5A5A5A) for x, y in zip(a, b, strict=True)]
+        b = [(y << 32) | x for x, y in zip(a, b, strict=True)]
+    got, prog = _run(op, t, t, t, a, b, NATIVE)
+    bits = 32 if t == "u32" else 64
+    want = [(x * y) >> 32 if t == "u32" else (x * y) % 2**64 for x, y in zip(a, b, strict=True)]
+    words = np.asarray(got).astype(np.uint64 if bits == 64 else np.int64).tolist()
+    assert [int(v) % 2**bits for v in words] == want
+
+
 def test_native_wide_multiply_equals_python():
     a, b = _operands()
     op = "mul.wide.s32 {C}, {A}, {B};"
