@@ -797,16 +797,23 @@ def param_word(ins: MInstr, params: Mapping[int, int] | None) -> int | None:
     return None
 
 
-def param_values(prog: Program, params: Mapping[int, int] | None) -> dict[int, int]:
-    """vreg -> the launch's word, for registers whose one definition is an unguarded ``ld.param``
-    of a known scalar word. Read before that definition a register still holds its entry 0, so a
-    lowering may rely on the word only where 0 cannot reach (a divisor: the ``trap.divzero`` the
-    lowering puts before every division stops a lane whose divisor is 0)."""
+def definitions(prog: Program) -> dict[int, list[MInstr]]:
+    """vreg -> the instructions that write it, in program order (the single-definition analyses
+    below: bounds, launch words, negations)."""
     defs: dict[int, list[MInstr]] = {}
     for ins in prog.code:
         for d in ins.d:
             if isinstance(d, R):
                 defs.setdefault(d.n, []).append(ins)
+    return defs
+
+
+def param_values(prog: Program, params: Mapping[int, int] | None) -> dict[int, int]:
+    """vreg -> the launch's word, for registers whose one definition is an unguarded ``ld.param``
+    of a known scalar word. Read before that definition a register still holds its entry 0, so a
+    lowering may rely on the word only where 0 cannot reach (a divisor: the ``trap.divzero`` the
+    lowering puts before every division stops a lane whose divisor is 0)."""
+    defs = definitions(prog)
     out = {}
     for n, ds in defs.items():
         word = param_word(ds[0], params) if len(ds) == 1 and ds[0].guard is None else None
@@ -826,11 +833,7 @@ def value_bounds(prog: Program, nblocks: int | None = None,
     parameter words by byte offset (``Options.param_words``): a ``ld.param`` of one is bounded by
     its value."""
     sb = special_bits(nblocks)
-    defs: dict[int, list[MInstr]] = {}
-    for ins in prog.code:
-        for d in ins.d:
-            if isinstance(d, R):
-                defs.setdefault(d.n, []).append(ins)
+    defs = definitions(prog)
     memo: dict[int, int] = {}
 
     def bound(n: int) -> int:
@@ -857,11 +860,7 @@ def value_bounds(prog: Program, nblocks: int | None = None,
 
 def negations(prog: Program) -> set[int]:
     """vregs whose only definition is ``sub r, 0, x`` (a hint: their value is a negation)."""
-    defs: dict[int, list[MInstr]] = {}
-    for ins in prog.code:
-        for d in ins.d:
-            if isinstance(d, R):
-                defs.setdefault(d.n, []).append(ins)
+    defs = definitions(prog)
     return {
         n
         for n, ds in defs.items()

@@ -808,22 +808,20 @@ def _shfl_fixed(s: Seq, d: R, mode: str, b: int, c: int, off: int) -> bool:
     low bits), so its warp's first thread is ``t & ~31``; ``down`` reads lane ``l + b`` where
     ``l + b <= c`` and its own word elsewhere (``up``: ``l - b`` where ``l - b >= c``), the same
     word as ``sim._shfl_lanes``. Returns False (nothing emitted) for a form it does not cover."""
+    if mode in ("bfly", "idx") and c != 31:
+        return False
     tid = s.op("s2r", sr="tid.x")
 
     def load(addr: R, at: int, guard: P | None = None) -> None:
         s.emit("ld", (d,), (addr,), guard=guard, size=4, sign="u", space="global", amode="z",
                base=GLOBAL_BASE, off=at)  # fmt: skip
 
-    if mode in ("bfly", "idx"):
-        if c != 31:
-            return False
-        if mode == "bfly":  # l ^ b < 32: every lane in range; its warp's thread t ^ b
-            load(s.op("shl", s.op("xor", tid, Imm(b)), Imm(2)), off)
-        else:  # every lane reads lane b of its warp
-            load(s.op("shl", s.op("and", tid, Imm(~31 & M32)), Imm(2)), off + 4 * b)
+    if mode == "bfly":  # l ^ b < 32: every lane in range; its warp's thread t ^ b
+        load(s.op("shl", s.op("xor", tid, Imm(b)), Imm(2)), off)
         return True
-    if mode not in ("down", "up"):
-        return False
+    if mode == "idx":  # every lane reads lane b of its warp
+        load(s.op("shl", s.op("and", tid, Imm(~31 & M32)), Imm(2)), off + 4 * b)
+        return True
     t4 = s.op("shl", tid, Imm(2))
     # the lanes in range: l <= c - b (down), l >= c + b (up); their source is thread t + step
     cmp, bound, step = ("le", c - b, b) if mode == "down" else ("ge", c + b, -b)
