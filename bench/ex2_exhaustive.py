@@ -4,6 +4,7 @@
     python bench/ex2_exhaustive.py --quick    # 2^22 random inputs + the interesting ranges (~10 s)
     python bench/ex2_exhaustive.py --start 0x3f000000 --count 0x1000000
     python bench/ex2_exhaustive.py --no-multiplier   # the sequence of a machine without the multiplier
+    python bench/ex2_exhaustive.py --no-table        # with the multiplier, without the read-only table
 
 The machine's integer sequence (``softfloat.expand_fex2``) is far too slow to run 2^33 times in
 the ISA simulator, so this runs ``qwengpu.codegen.ex2_model``, a NumPy model that computes the
@@ -31,11 +32,13 @@ from qwengpu.simt import fp32  # noqa: E402
 CHUNK = 1 << 24
 
 
-def check(a: np.ndarray, stats: dict, show: int = 5, multiplier: bool = True) -> None:
+def check(a: np.ndarray, stats: dict, show: int = 5, multiplier: bool = True, table: bool = True) -> None:
     """Compare model and oracle on the inputs ``a`` for ftz off and on; accumulate in ``stats``.
     ``multiplier``: the sequence of a machine with the multiplier (the 2B shape: the step k = 16
-    and ``ex2_model.poly_tail``), else the test shape's (the loop and the one-product tail)."""
-    core = ex2_model.core(a, multiplier)
+    and ``ex2_model.poly_tail``), else the test shape's (the loop and the one-product tail);
+    ``table`` (with the multiplier): and the 2B shape's read-only table of 2^(j/256) for the
+    steps k = 1..8 (``ex2_model.TABLE``)."""
+    core = ex2_model.core(a, multiplier, table and multiplier)
     for ftz in (False, True):
         got = ex2_model.finish(*core, ftz)
         want = fp32.ex2_approx(a, ftz)
@@ -70,18 +73,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-multiplier", action="store_true",
                     help="check the sequence of a machine without the multiplier (the test shape)")
+    ap.add_argument("--no-table", action="store_true",
+                    help="with the multiplier, without the read-only table (no read-only words)")
     args = ap.parse_args()
     mul = not args.no_multiplier
+    tab = mul and not args.no_table
+    print(f"sequence: multiplier {mul}, table {tab}", flush=True)
     stats = {f: {"checked": 0, "mismatches": 0, "first": []} for f in (False, True)}
     t0 = time.perf_counter()
     if args.quick:
-        check(quick_inputs(args.seed), stats, multiplier=mul)
+        check(quick_inputs(args.seed), stats, multiplier=mul, table=tab)
     else:
         start, stop = args.start, min(args.start + args.count, 1 << 32)
         nchunks = -(-(stop - start) // CHUNK)
         for j, lo in enumerate(range(start, stop, CHUNK)):
             hi = min(lo + CHUNK, stop)
-            check(np.arange(lo, hi, dtype=np.uint64).astype(np.uint32), stats, multiplier=mul)
+            check(np.arange(lo, hi, dtype=np.uint64).astype(np.uint32), stats, multiplier=mul, table=tab)
             el = time.perf_counter() - t0
             bad = stats[False]["mismatches"] + stats[True]["mismatches"]
             print(

@@ -246,9 +246,12 @@ def machine_limit_reason(module, fn, spec: LaunchSpec, shape=None) -> str | None
         place_module_globals(bound.gmem, prog.layout.global_vars)
         mem.check_arena(buffers_end(bound.gmem))
         ro_end = read_only_end(bound.gmem)
-        if ro_end > shape.gmem_words + shape.ro_words:
+        ro_top = prog.rodata_low(shape.gmem_words + shape.ro_words)
+        if ro_end > ro_top:
             return (f"the launch's read-only inputs end at word {ro_end}; the machine has "
-                    f"{shape.gmem_words} writable and {shape.ro_words} read-only words")
+                    f"{shape.gmem_words} writable and {shape.ro_words} read-only words"
+                    + (f", of which the program's constant tables take "
+                       f"{shape.gmem_words + shape.ro_words - ro_top}" if prog.rodata else ""))
         nwords = (len(bound.gmem.arena) + 3) // 4
         if not high and nwords > shape.gmem_words:
             raise MachineLimitError(f"the launch needs {nwords} words of global memory (with guard gaps); "

@@ -89,6 +89,29 @@ K1F = 0xA39EF357
 TAIL_BIAS = 5
 #: |x| >= 2^8 (exponent field >= 135): inf / +0 / NaN without computing
 BIG = 0x43800000
+#: bits of F the table takes (``TABLE``): the steps k = 1..TABLE_BITS become two loads
+TABLE_BITS = 8
+#: added to every entry of ``TABLE``: the steps after it floor, so the error would lean low without it
+TABLE_BIAS = 2
+
+
+def _table() -> tuple[int, ...]:
+    """round((2^(j / 256) - 1) * 2^64) + TABLE_BIAS for j = 0..255, by ``decimal`` at 80 digits
+    (the tests compare it with mpmath)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 80
+        two = Decimal(2)
+        n = 1 << TABLE_BITS
+        return tuple(int(((two ** (Decimal(j) / n) - 1) * two**64).to_integral_value()) + TABLE_BIAS
+                     for j in range(n))
+
+
+#: z for F's top TABLE_BITS bits j: round((2^(j / 256) - 1) * 2^64) + 2, the high words first in the
+#: machine's table (``TABLE_WORDS``), then the low words
+TABLE = _table()
+TABLE_WORDS = tuple(t >> 32 for t in TABLE) + tuple(t & 0xFFFFFFFF for t in TABLE)
 
 M32 = 0xFFFFFFFF
 _U32 = np.uint32
@@ -192,14 +215,23 @@ def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     return (zh << w32) | zl
 
 
-def bkm(F: np.ndarray, multiplier: bool = False) -> np.ndarray:
+def bkm(F: np.ndarray, multiplier: bool = False, table: bool = False) -> np.ndarray:
     """z = (y - 1) * 2^64 (uint64) with y ~ 2^(F / 2^63), step by step as the sequence;
-    ``multiplier``: the sequence of a machine with the multiplier (the step k = 16, then ``poly_tail``)."""
+    ``multiplier``: the sequence of a machine with the multiplier (the step k = 16, then ``poly_tail``);
+    ``table`` (with it): one with read-only words, where ``TABLE`` gives z for F's top 8 bits and the
+    steps start at k = 9 (F < 2^55 then, below the sum of the L_k from k = 9 on, 1.44 * 2^55)."""
     F = np.array(F, dtype=_U64)
     z = np.zeros_like(F)
     t = np.empty_like(F)
+    k0 = 1
+    if table:
+        assert multiplier, "the table is used only on a machine with the multiplier"
+        sh = _U64(63 - TABLE_BITS)
+        z = np.array(TABLE, dtype=_U64)[(F >> sh).astype(np.int64)]
+        F &= (_U64(1) << sh) - _U64(1)
+        k0 = TABLE_BITS + 1
     with np.errstate(over="ignore"):
-        for k in range(1, 17 if multiplier else 16):
+        for k in range(k0, 17 if multiplier else 16):
             L = _U64(STEPS[k - 1])
             p = (F >> _U64(32)) > (L >> _U64(32)) if k <= K_HI else F >= L
             np.subtract(F, L, out=F, where=p)
@@ -243,14 +275,18 @@ def round_pack_rn(e: np.ndarray, mn: np.ndarray, ftz: bool) -> np.ndarray:
     return p
 
 
-def core(a: np.ndarray, multiplier: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def core(a: np.ndarray, multiplier: bool = False,
+         table: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rounding-independent part: (e, mn, the special result, whether it applies)."""
     a = np.asarray(a, dtype=_U32)
     F, e, sticky, aa = decode(a)
     z = np.zeros(len(a), dtype=_U64)
-    nz = np.flatnonzero(F)
-    if len(nz):  # F = 0 leaves z = 0 (no step is taken): only the others are computed
-        z[nz] = bkm(F[nz], multiplier)
+    # F = 0 leaves z below 2^32 (no step is taken; the table's entry 0 and the tail add a few
+    # units), which mn does not see: only the others are computed, except with the table (its entry
+    # is read for F = 0 too: the tests make it wrong on purpose and compare)
+    nz = np.arange(len(F)) if table else np.flatnonzero(F)
+    if len(nz):
+        z[nz] = bkm(F[nz], multiplier, table)
     zh = (z >> _U64(32)).astype(_U32)
     mn = (zh >> _U32(2)) | _U32(0x40000000) | sticky
     pneg = _s32(a) < 0
@@ -259,10 +295,10 @@ def core(a: np.ndarray, multiplier: bool = False) -> tuple[np.ndarray, np.ndarra
     return e, mn, spec, aa >= _U32(BIG)
 
 
-def ex2(a: np.ndarray, ftz: bool = False, multiplier: bool = False) -> np.ndarray:
-    """The bits ``fex2`` (the sequence; ``multiplier``: a machine's with the multiplier) returns
-    for the float32 bits ``a``."""
-    e, mn, spec, pspec = core(a, multiplier)
+def ex2(a: np.ndarray, ftz: bool = False, multiplier: bool = False, table: bool = False) -> np.ndarray:
+    """The bits ``fex2`` (the sequence; ``multiplier``: a machine's with the multiplier; ``table``:
+    and with read-only words, the 2B shape's) returns for the float32 bits ``a``."""
+    e, mn, spec, pspec = core(a, multiplier, table)
     return finish(e, mn, spec, pspec, ftz)
 
 
@@ -271,6 +307,7 @@ def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, f
 
 
 __all__ = [
-    "P1", "P16", "STEPS", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG",
+    "P1", "P16", "STEPS", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG", "TABLE_BITS",
+    "TABLE_BIAS", "TABLE", "TABLE_WORDS",
     "exact_constants", "decode", "poly_tail", "bkm", "core", "ex2", "finish",
 ]  # fmt: skip

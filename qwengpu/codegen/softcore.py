@@ -192,6 +192,9 @@ ROUTINE_MODES = ("auto", "never", "always", "generic")
 OUTLINE_MODES = ("auto", "never", "always")
 M32 = 0xFFFFFFFF
 WMAX = 2**31 - 1  # window values lie in [-WMAX, WMAX]
+#: the most read-only words constant tables may take (``Fresh.table``): a launch's read-only
+#: inputs must end below them (``engine.prepare``), so they stay a small share of the 49,152
+MAX_RODATA = 1024
 
 
 @dataclass(frozen=True)
@@ -269,14 +272,21 @@ class Options:
     #: a lane group's copy of a lane loop, each lane's turn is its own rows, without the loop's
     #: predicate, count and branch (``softmem._lane_turn``, ``_shared_turns``)
     lane_rows: bool = False
+    #: the word after the machine's read-only words (``MachineShape``: ``gmem_words + ro_words``;
+    #: 0: it has none): sequences may place constant tables just below it (``Fresh.table``,
+    #: ``Program.rodata``), e.g. ``ex2``'s 2^(j/256), which replaces its first eight
+    #: shift-and-add steps by two loads
+    rodata_top: int = 0
 
 
-def unit_options(shape: object) -> dict[str, bool]:
+def unit_options(shape: object) -> dict[str, bool | int]:
     """The ``Options`` fields a machine shape (``machine.shape.MachineShape``) decides: its units
     and its one-lane rows (every lowering for a machine passes them)."""
+    ro = int(shape.ro_words)  # type: ignore[attr-defined]
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
             "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
-            "special_operands": True, "guard_short_skips": True, "decided_zero_checks": True}
+            "special_operands": True, "guard_short_skips": True, "decided_zero_checks": True,
+            "rodata_top": int(shape.gmem_words) + ro if ro else 0}  # type: ignore[attr-defined]
 
 
 class Fresh:
@@ -307,6 +317,23 @@ class Fresh:
         self.enclosing: list[str] = []  # names of the routable expansions being built inline
         self.site_cost: dict[str, int] = {}  # routine name -> instructions of one call site
         self.pc_sizes: list[int] = []  # expanded size of each instruction of the program
+        self.rodata: list[tuple[int, tuple[int, ...]]] = list(prog.rodata)  # constant tables
+
+    def table(self, words: tuple[int, ...]) -> int | None:
+        """The first word address of a constant table holding ``words`` in the machine's read-only
+        words (placed below the tables already there, from ``Options.rodata_top`` down; one copy
+        of equal tables), or None when the machine has no read-only words or they are too few."""
+        top = self.opts.rodata_top
+        if not top:
+            return None
+        for base, ws in self.rodata:
+            if ws == words:
+                return base
+        base = min((b for b, _ in self.rodata), default=top) - len(words)
+        if base < top - MAX_RODATA:
+            return None
+        self.rodata.append((base, tuple(words)))
+        return base
 
     def launch_blocks(self) -> int | None:
         """The machine's block count (``s2r ctaid.x``'s range: the launch's blocks times its parts)
@@ -1101,6 +1128,7 @@ def _expand(prog: Program, opts: Options, windows: dict[str, Window] | None = No
         ptx_ranges=ranges,
         pinned=set(prog.pinned),
         kinds=dict(prog.kinds),
+        rodata=tuple(fr.rodata),
     )
     return out, fr
 

@@ -65,6 +65,7 @@ from qwengpu.codegen import ex2_model as em
 from qwengpu.codegen import sqrt_model as sm
 from qwengpu.codegen.softcore import Fresh, Routine, call, register_floats
 from qwengpu.isa.instr import PT, Imm, MInstr, P, R
+from qwengpu.simt.memory import GLOBAL_BASE
 
 SIGN = 0x80000000
 ABS = 0x7FFFFFFF
@@ -1480,7 +1481,16 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     zh: Val = Imm(0)
     zl: Val = Imm(0)
     poly = _native_mul(b.fr)
-    for k in range(1, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
+    k0 = 1
+    base = _ex2_table(b.fr) if poly else None
+    if base is not None:  # z for F's top 8 bits from the read-only table; F keeps the rest (< 2^55)
+        top = b.and_(fh, Imm(0x7F800000))
+        fh = b.op("xor", fh, top)
+        ix = b.shr(top, Imm(23 - 2))  # 4 j: the byte offset of entry j
+        zh, zl = (b.op("ld", ix, size=4, sign="u", space="global", amode="z", base=GLOBAL_BASE,
+                       off=4 * (base + half)) for half in (0, 1 << em.TABLE_BITS))
+        k0 = em.TABLE_BITS + 1
+    for k in range(k0, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
         lk = em.STEPS[k - 1]
         lh, ll = lk >> 32, lk & M32
         if k <= em.K_HI:
@@ -1507,6 +1517,13 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     zh, zl = (_fex2_poly_tail if poly else _fex2_loop_tail)(b, fh, fl, zh, zl)
     mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
     return (e, mn), lambda: _fex2_specials(b, a, aa)
+
+
+def _ex2_table(fr: object) -> int | None:
+    """The first word of ``ex2_model.TABLE_WORDS`` in the machine's read-only words (``Fresh.table``),
+    or None on a machine without them (the steps k = 1..8 are then computed)."""
+    place = getattr(fr, "table", None)
+    return None if place is None else place(em.TABLE_WORDS)
 
 
 def _fex2_loop_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val]:
@@ -1905,7 +1922,8 @@ def expand_floats(prog: object, ops: dict | None = None, options: object = None)
             x = replace(x, m=dict(x.m), target=label_pc[x.target] if x.target < 0 else new_pc[x.target])
         out.append(x)
     ranges = [(new_pc[a], new_pc[b]) for a, b in prog.ptx_ranges]  # type: ignore[attr-defined]
-    return replace(prog, code=out, nregs=fr.nr, npreds=fr.np, ptx_ranges=ranges)  # type: ignore[call-overload]
+    return replace(prog, code=out, nregs=fr.nr, npreds=fr.np, ptx_ranges=ranges,  # type: ignore[call-overload]
+                   rodata=tuple(fr.rodata))
 
 
 __all__ = ["FLOAT_EXPANDERS", "MUL_SHAPE", "MUL_SHAPES", "expand_floats"]

@@ -35,6 +35,8 @@ class Program:
     ``bank_slots``: words appended to the kernel parameter bank at launch, each ``(kind, arg)``:
     ``("window", (param_offset, base))`` — a 64-bit pointer parameter as a window value;
     ``("global", name)`` — the window value of a module global variable's address.
+    ``rodata``: constant tables a sequence reads (ex2's 2^(j/256)), placed by the code generator
+    at the top of the machine's read-only words.
     ``ptx_ranges[i]``: the machine pcs ``[start, end)`` of PTX instruction i's sequence (empty
     when the instruction needs no machine instruction); with ``ptx_labels`` it lets the simulator
     count PTX-level warp instructions exactly as the interpreter does (its step limit).
@@ -54,6 +56,25 @@ class Program:
     ptx_labels: dict[str, int] = field(default_factory=dict)  # PTX label -> PTX instruction index
     spill_words: int = 0  # per-thread spill slots the allocator added
     uses_approx: list[str] = field(default_factory=list)
+    #: read-only data the program's sequences read (constant tables): (first word address in the
+    #: machine's global memory, the words). The weights hold it in read-only words (the prompt loads
+    #: it as it loads the ROM); the simulator writes it at launch (``GlobalMemory.place_program_data``)
+    rodata: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+    def rodata_low(self, top: int) -> int:
+        """The first word of the constant tables (``rodata``), or ``top`` (the word after the
+        machine's read-only words) without any: a launch's read-only inputs must end below it."""
+        return min((base for base, _ in self.rodata), default=top)
+
+    def rodata_rows(self) -> list[tuple[int, list[int]]]:
+        """The constant tables as the prompt loads them: (first word, its four words) per read-only
+        row (the machine's read-only words hold four to a row); all-zero rows left out (a blank
+        row reads 0)."""
+        words: dict[int, int] = {}
+        for base, ws in self.rodata:
+            words.update((base + i, int(w)) for i, w in enumerate(ws))
+        rows = [(r, [words.get(r + i, 0) for i in range(4)]) for r in sorted({w // 4 * 4 for w in words})]
+        return [(r, ws) for r, ws in rows if any(ws)]
 
     def listing(self) -> str:
         """Human-readable assembly with the PTX each sequence came from."""

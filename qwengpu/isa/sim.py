@@ -246,6 +246,8 @@ class MachineSim(core.SimtCore):
             )
         if fresh:
             gmem.finalize()
+        if self.prog.rodata:  # the constant tables the program's sequences read (Program.rodata)
+            gmem.place_program_data(self.prog.rodata)
         self.param_size = lay.param_size
         self.bank_start = (lay.param_size + 3) // 4 * 4
         bank = param_bank(self.prog, param_bytes, self.global_addr)

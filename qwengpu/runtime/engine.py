@@ -395,10 +395,13 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         arena = bound.gmem.arena
         nwords = (len(arena) + 3) // 4
         ro_end = read_only_end(bound.gmem)
-        if ro_end > shape.gmem_words + shape.ro_words:
+        ro_top = prog.rodata_low(shape.gmem_words + shape.ro_words)
+        if ro_end > ro_top:
             raise MachineLimitError(
                 f"the launch's read-only inputs end at word {ro_end}; the machine in the weights has "
-                f"{shape.gmem_words} writable and {shape.ro_words} read-only words")
+                f"{shape.gmem_words} writable and {shape.ro_words} read-only words"
+                + (f", of which the program's constant tables take "
+                   f"{shape.gmem_words + shape.ro_words - ro_top}" if prog.rodata else ""))
         if not ro_end and nwords > shape.gmem_words:
             raise MachineLimitError(
                 f"the launch needs {nwords} words of global memory (with guard gaps); the "
@@ -410,6 +413,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         nonzero = [(w, int(v)) for w, v in enumerate(words[:rw]) if v]
         ro_rows = [(w, [int(x) for x in words[w: w + 4]]) for w in range(rw, (ro_end + 3) // 4 * 4, 4)
                    if words[w: w + 4].any()]
+        ro_rows += prog.rodata_rows()  # the program's constant tables, above the launch's inputs
         prompt += P.mem_load(nonzero, NCHUNK, ro_rows)
         outs = [b for b in bound.gmem.buffers if b.name in spec.outputs]
         if not outs:
@@ -423,6 +427,7 @@ def prepare(cu_path: str | Path, spec_path: str | Path | None = None, shape: Mac
         # the buffer table of the whole machine memory (the launch's buffers and the machine's own
         # regions), which BoundsWatch checks the model's addresses against, as the ISA simulator does
         extend_gmem(bound.gmem, mem)
+        bound.gmem.place_program_data(prog.rodata)
         return spec, prog, prompt, bound.gmem, (lo, hi)
 
     return writable_first(placed, spec, lambda: inline_calls(module, fn), bool(shape.ro_words))

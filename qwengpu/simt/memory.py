@@ -11,6 +11,7 @@ of version 1 cost every buffer and module variable a 128-word slot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ LOCAL_WINDOW = 0x20_0000_0000  # generic address of local offset 0
 WINDOW_SIZE = 0x1_0000_0000
 ALIGN = 16  # bytes: every buffer starts at a multiple (vector accesses need 16)
 GUARD = 16  # bytes at least between buffers (and before the first)
+PROGRAM_DATA = "(program data)"  # the buffer name of a machine program's constant tables
 
 
 @dataclass
@@ -82,6 +84,33 @@ class GlobalMemory:
         self._starts = np.array([b.start for b in self.buffers], dtype=np.uint64)
         self._ends = np.array([b.start + b.size for b in self.buffers], dtype=np.uint64)
         self.has_readonly = any(b.readonly for b in self.buffers)
+
+    def place_program_data(self, blocks: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """A machine program's read-only data (``Program.rodata``: (first word, words) blocks, its
+        sequences' constant tables at the top of the machine's read-only words) written at their
+        word addresses, each a read-only buffer named ``PROGRAM_DATA`` (so an access is in bounds
+        and a store into one is refused, as the weights drop it). Idempotent: a launch runs it
+        once per placement."""
+        added = False
+        for word, words in blocks:
+            start = GLOBAL_BASE + 4 * word
+            if any(b.start == start and b.name == PROGRAM_DATA for b in self.buffers):
+                continue
+            off, end = 4 * word, 4 * (word + len(words))
+            if len(self.arena) < end:
+                self.arena = np.concatenate([self.arena, np.zeros(end - len(self.arena), dtype=np.uint8)])
+            self.arena[off:end] = np.asarray(words, dtype="<u4").view(np.uint8)
+            self.buffers.append(Buffer(PROGRAM_DATA, start, end - off, True))
+            # the bounds of the buffers already there stay as they are (``extend_gmem`` may have
+            # widened them to whole words)
+            self._starts = np.append(self._starts, np.uint64(start))
+            self._ends = np.append(self._ends, np.uint64(GLOBAL_BASE + end))
+            added = True
+        if added:
+            order = np.argsort(self._starts, kind="stable")
+            self._starts, self._ends = self._starts[order], self._ends[order]
+            self.buffers = sorted(self.buffers, key=lambda b: b.start)
+            self.has_readonly = True
 
     def check(self, addr: np.ndarray, size: int) -> np.ndarray:
         """Boolean mask of addresses whose ``size`` bytes lie inside one buffer."""

@@ -84,3 +84,69 @@ def test_inputs_beyond_the_read_only_words_are_refused_naming_them(tmp_path):
         "outputs": ["out"]})
     with pytest.raises(MachineLimitError, match="read-only"):
         prepare(cu, shape=shape_for(machine_config("2b")))
+
+
+EX2 = """extern "C" __global__ void k(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = exp2f(a[i]) + b[i];
+}"""
+
+
+def _decode_rows(prompt: list[int]) -> dict[int, int]:
+    """word -> value of the read-only rows a prompt loads (page tokens followed)."""
+    r, page, addr, words = P.Reader(), 0, None, {}
+    chunks: list[int] = []
+    for t in prompt:
+        tk = r.read(t)
+        if tk.kind == "PAGE":
+            page = tk.a
+        elif tk.kind == "MEMADDR":
+            addr, chunks = page * P.PAGE_WORDS + (tk.a & (P.PAGE_WORDS - 1)), []
+        elif tk.kind == "DATA" and addr is not None:
+            chunks.append(tk.b)
+            if len(chunks) == 12:
+                for j in range(4):
+                    words[addr + j] = sum(chunks[3 * j + i] << (11 * i) for i in range(3)) & 0xFFFFFFFF
+        elif tk.kind not in ("DATA",):
+            addr = None if tk.kind != "MEMADDR" else addr
+    return words
+
+
+def test_ex2s_table_is_loaded_into_the_top_read_only_words(tmp_path):
+    """A kernel with ``ex2`` on the 2B shape reads its 2^(j/256) table (``ex2_model.TABLE_WORDS``)
+    from the top 512 read-only words: the prompt loads them as read-only rows (the launch's own
+    inputs stay writable here), the program's loads address them, and the buffer table the bounds
+    watch checks addresses against holds them, read-only."""
+    from qwengpu.codegen import ex2_model as em
+
+    n = 64
+    cu = _write(tmp_path, EX2, {"kernel": "k", "grid": 1, "block": 64, "args": [
+        {"name": "a", "type": "f32*", "data": [0.1 * i for i in range(n)]},
+        {"name": "b", "type": "f32*", "data": [1.0] * n},
+        {"name": "out", "type": "f32*", "size": n}, {"name": "n", "type": "i32", "value": n}],
+        "outputs": ["out"]})
+    shape = shape_for(machine_config("2b"))
+    _, prog, prompt, gmem, _ = prepare(cu, shape=shape)
+    top = shape.gmem_words + shape.ro_words
+    base = top - len(em.TABLE_WORDS)
+    assert prog.rodata == ((base, em.TABLE_WORDS),)
+    words = _decode_rows(prompt)
+    want = {base + i: v for i, v in enumerate(em.TABLE_WORDS)}
+    assert {w: v for w, v in words.items() if w >= base} == want
+    offs = {x.mod("off") for x in prog.code if x.op == "ld"}
+    assert {4 * base, 4 * (base + 256)} <= offs
+    (tab,) = [b for b in gmem.buffers if b.name == "(program data)"]
+    assert (tab.start - GLOBAL_BASE) // 4 == base and tab.size == 4 * len(em.TABLE_WORDS) and tab.readonly
+    assert not prepare(_write(tmp_path, VADD, json.loads((tmp_path / "k.json").read_text())),
+                       shape=shape)[1].rodata  # no ex2, no table
+
+
+def test_read_only_inputs_reaching_the_table_are_refused_naming_it(tmp_path):
+    """Inputs that would fit the 49,152 read-only words but reach the top 512 the ex2 table takes."""
+    n = 24400
+    cu = _write(tmp_path, EX2, {"kernel": "k", "grid": 1, "block": 64, "args": [
+        {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
+        {"name": "out", "type": "f32*", "size": 16}, {"name": "n", "type": "i32", "value": 16}],
+        "outputs": ["out"]})
+    with pytest.raises(MachineLimitError, match="constant tables take 512"):
+        prepare(cu, shape=shape_for(machine_config("2b")))

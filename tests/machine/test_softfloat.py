@@ -29,6 +29,7 @@ from qwengpu.spec import bind, parse_spec, read_outputs
 
 #: the lowering options of the machines (the 2B shape: multiplier, adders, one-lane rows)
 MACHINE = Options(**unit_options(shape_named("2b")))
+M32 = 0xFFFFFFFF
 
 FLOAT_OPS = set(sf.FLOAT_EXPANDERS)
 UNARY = ("i2f", "f2i", "frnd", "fsqrt", "fex2", "frsqrt")
@@ -523,37 +524,80 @@ def test_ex2_edges(ftz: bool) -> None:
     check("fex2", {"ftz": ftz}, ex2_edges())
 
 
-@pytest.mark.parametrize("ftz, units", [(False, False), (True, False), (False, True), (True, True)])
-def test_ex2_model_is_the_sequence(ftz: bool, units: bool) -> None:
+#: the 2B shape's units without its read-only words: the multiplier's sequence computes every step
+MACHINE_NO_TABLE = replace(MACHINE, rodata_top=0)
+
+
+def _ex2_on_machine(a: np.ndarray, ftz: bool, options: Options | None) -> np.ndarray:
+    """fex2 of ``a`` (a multiple of 32 values) through the weights' expansion and allocation."""
+    # launches of 64 blocks: the lowering's bound on %ctaid (and so its multiplies) stays 6 bits
+    return np.concatenate(
+        [
+            machine("fex2", {"ftz": ftz}, x, x, x, weights=True, alloc=True, options=options)
+            for x in np.split(a, range(2048, len(a), 2048))
+        ]
+    )
+
+
+@pytest.mark.parametrize("ftz, units", [(False, None), (True, None), (False, "mul"), (True, "mul"),
+                                        (False, "table"), (True, "table")])
+def test_ex2_model_is_the_sequence(ftz: bool, units: str | None) -> None:
     """``ex2_model`` (what the exhaustive check runs) computes the bits the expanded machine code
     computes, on edge values and 4096 random inputs (after the weights' expansion: only weight
-    ops; after register allocation), with the products as shift-and-add sequences and on the
-    machines' multiplier (``units``: there the step k = 16 and ``ex2_model.poly_tail``)."""
+    ops; after register allocation), with the products as shift-and-add sequences, on the
+    machines' multiplier (``units``: there the step k = 16 and ``ex2_model.poly_tail``) and with
+    the 2B shape's read-only table for the steps k = 1..8 (``table``: ``ex2_model.TABLE``)."""
     from qwengpu.codegen import ex2_model
 
     rng = np.random.default_rng(21 + ftz)
     a = np.concatenate([ex2_edges(), ex2_inputs(rng, 4096)])
     a = np.concatenate([a, np.zeros((-len(a)) % 32, dtype=np.uint32)])
-    # launches of 64 blocks: the lowering's bound on %ctaid (and so its multiplies) stays 6 bits
-    got = np.concatenate(
-        [
-            machine("fex2", {"ftz": ftz}, x, x, x, weights=True, alloc=True,
-                    options=MACHINE if units else None)
-            for x in np.split(a, range(2048, len(a), 2048))
-        ]
-    )
-    want = ex2_model.ex2(a, ftz, multiplier=units)
+    opts = {None: None, "mul": MACHINE_NO_TABLE, "table": MACHINE}[units]
+    got = _ex2_on_machine(a, ftz, opts)
+    want = ex2_model.ex2(a, ftz, multiplier=units is not None, table=units == "table")
     bad = np.flatnonzero(got != want)
     assert not len(bad), [(hex(a[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
     assert (want == fp32.ex2_approx(a, ftz)).all()
 
 
+def test_ex2_table_is_read_as_the_model_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a table made wrong on purpose (every entry 2^37 too large: results off in their last
+    bits), the machine and the model still agree bit for bit while both disagree with
+    ``fp32.ex2_approx`` on many inputs: the sequence reads the entry the model reads, at the index
+    the model takes, and adds it where the model does (equal correct results alone would not show
+    that). The table's words in the program are the model's ``TABLE_WORDS``."""
+    from qwengpu.codegen import ex2_model as em
+
+    bad_table = tuple(t + (1 << 37) for t in em.TABLE)
+    monkeypatch.setattr(em, "TABLE", bad_table)
+    words = tuple(t >> 32 for t in bad_table) + tuple(t & M32 for t in bad_table)
+    monkeypatch.setattr(em, "TABLE_WORDS", words)
+    rng = np.random.default_rng(5)
+    a = ex2_inputs(rng, 2048)
+    info: dict = {}
+    got = machine("fex2", {}, a, a, a, weights=True, alloc=True, options=MACHINE, info=info)
+    want = em.ex2(a, False, multiplier=True, table=True)
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), [(hex(a[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    assert (want != fp32.ex2_approx(a, False)).sum() > 100
+    ((base, words),) = info["program"].rodata
+    assert words == em.TABLE_WORDS and base + len(words) == MACHINE.rodata_top
+
+
 def test_ex2_constants() -> None:
-    """The sequence's immediates are what their definitions say (recomputed with mpmath)."""
+    """The sequence's immediates and its table are what their definitions say (recomputed with mpmath)."""
+    import mpmath as mp
+
     from qwengpu.codegen import ex2_model as em
 
     assert em.exact_constants() == {"P1": em.P1, "C": em.C, "B16": em.B16, "D16": em.D16, "K1": em.K1,
                                     "K1F": em.K1F, "P16": em.P16}
+    with mp.workprec(300):
+        n = 1 << em.TABLE_BITS
+        want = tuple(int(mp.nint((mp.mpf(2) ** (mp.mpf(j) / n) - 1) * mp.mpf(2) ** 64)) + em.TABLE_BIAS
+                     for j in range(n))
+    assert em.TABLE == want
+    assert em.TABLE_WORDS == tuple(t >> 32 for t in want) + tuple(t & M32 for t in want)
 
 
 def test_ex2_cost() -> None:
@@ -561,17 +605,19 @@ def test_ex2_cost() -> None:
     of one inline fex2 on the machines' units (the multiplier), pinned so a change is noticed: 298
     rows / 1,154 issued while the BKM steps k = 33..63 were a loop, 333 / 829 with them as one
     product, 350 / 350 with the steps after k = 16 as a polynomial of half-word products
-    (``ex2_model.poly_tail``)."""
+    (``ex2_model.poly_tail``), 255 / 255 with the steps k = 1..8 as two loads from the read-only
+    table (the 2B shape; 350 without read-only words)."""
     rng = np.random.default_rng(2)
-    info: dict = {}
     a = ex2_inputs(rng, 32)
     check("fex2", {}, a)
-    machine("fex2", {}, a, a, a, info=info, weights=True, options=MACHINE)
-    prog, st = info["program"], info["stats"]
-    rows = sum(1 for x in prog.code if x.ptx == info["ptx"])
-    # machine warp instructions per PTX-level issue of the fex2 (the costliest PTX instruction)
-    issued = max(m / max(p, 1) for m, p in zip(st.machine_by_ptx, st.issues_by_ptx, strict=True))
-    assert rows <= 355 and issued <= 355, (rows, issued)
+    for opts, most in ((MACHINE, 260), (MACHINE_NO_TABLE, 355)):
+        info: dict = {}
+        machine("fex2", {}, a, a, a, info=info, weights=True, options=opts)
+        prog, st = info["program"], info["stats"]
+        rows = sum(1 for x in prog.code if x.ptx == info["ptx"])
+        # machine warp instructions per PTX-level issue of the fex2 (the costliest PTX instruction)
+        issued = max(m / max(p, 1) for m, p in zip(st.machine_by_ptx, st.issues_by_ptx, strict=True))
+        assert rows <= most and issued <= most, (rows, issued)
 
 
 @pytest.mark.slow
