@@ -95,23 +95,33 @@ TABLE_BITS = 8
 TABLE_BIAS = 2
 
 
-def _table() -> tuple[int, ...]:
-    """round((2^(j / 256) - 1) * 2^64) + TABLE_BIAS for j = 0..255, by ``decimal`` at 80 digits
-    (the tests compare it with mpmath)."""
+#: added to every entry of ``TABLE2``: the product with it floors (three truncated high words)
+TABLE2_BIAS = 0
+
+
+def _table(scale: int, bias: int) -> tuple[int, ...]:
+    """round((2^(j / scale) - 1) * 2^64) + bias for j = 0..255, by ``decimal`` at 80 digits (the
+    tests compare it with mpmath)."""
     from decimal import Decimal, localcontext
 
     with localcontext() as ctx:
         ctx.prec = 80
         two = Decimal(2)
-        n = 1 << TABLE_BITS
-        return tuple(int(((two ** (Decimal(j) / n) - 1) * two**64).to_integral_value()) + TABLE_BIAS
-                     for j in range(n))
+        return tuple(int(((two ** (Decimal(j) / scale) - 1) * two**64).to_integral_value()) + bias
+                     for j in range(1 << TABLE_BITS))
 
 
-#: z for F's top TABLE_BITS bits j: round((2^(j / 256) - 1) * 2^64) + 2, the high words first in the
-#: machine's table (``TABLE_WORDS``), then the low words
-TABLE = _table()
-TABLE_WORDS = tuple(t >> 32 for t in TABLE) + tuple(t & 0xFFFFFFFF for t in TABLE)
+def _words(t: tuple[int, ...]) -> tuple[int, ...]:
+    """A table as the machine holds it: the high words, then the low words."""
+    return tuple(x >> 32 for x in t) + tuple(x & 0xFFFFFFFF for x in t)
+
+
+#: z for F's top 8 bits j (F = f 2^63): round((2^(j / 2^8) - 1) 2^64) + TABLE_BIAS
+TABLE = _table(1 << TABLE_BITS, TABLE_BIAS)
+#: W for F's next 8 bits j2: round((2^(j2 / 2^16) - 1) 2^64) + TABLE2_BIAS (below 2^55.5)
+TABLE2 = _table(1 << 2 * TABLE_BITS, TABLE2_BIAS)
+TABLE_WORDS = _words(TABLE)
+TABLE2_WORDS = _words(TABLE2)
 
 M32 = 0xFFFFFFFF
 _U32 = np.uint32
@@ -215,23 +225,49 @@ def poly_tail(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     return (zh << w32) | zl
 
 
+def times(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """z + w + z w / 2^64 (uint64 in and out; w below 2^56, its high word below 2^24): y1 y2 of
+    y = 1 + z / 2^64, word for word as ``softfloat._ex2_times``. The high word of zh wh is exact
+    (four half products, the middle column split so it never leaves a word); zh wl / 2^32 and
+    zl wh / 2^32 are ``hiap``'s (0 to 3 below each); zl wl / 2^64 (below 1) is dropped."""
+    m = _U64(M32)
+    w16 = _U64(16)
+    zh, zl, wh, wl = z >> _U64(32), z & m, w >> _U64(32), w & m
+    mul, halves, hiap = words.mul, words.halves, words.hiap
+    with np.errstate(over="ignore"):
+        (zh1, zh0), (wh1, wh0) = halves(zh), halves(wh)
+        al = mul(zh, wh)
+        x = mul(zh1, wh0)
+        t = (x & _U64(0xFFFF)) + mul(zh0, wh1) + (mul(zh0, wh0) >> w16)
+        ah = (mul(zh1, wh1) + (x >> w16) + (t >> w16)) & m
+        lo, c1 = _add(zl, wl)
+        lo, c2 = _add(lo, al)
+        lo, c3 = _add(lo, hiap((zh1, zh0), halves(wl)))
+        lo, c4 = _add(lo, hiap(halves(zl), (wh1, wh0)))
+        hi = (zh + wh + ah + c1 + c2 + c3 + c4) & m
+    return (hi << _U64(32)) | lo
+
+
 def bkm(F: np.ndarray, multiplier: bool = False, table: bool = False) -> np.ndarray:
     """z = (y - 1) * 2^64 (uint64) with y ~ 2^(F / 2^63), step by step as the sequence;
     ``multiplier``: the sequence of a machine with the multiplier (the step k = 16, then ``poly_tail``);
-    ``table`` (with it): one with read-only words, where ``TABLE`` gives z for F's top 8 bits and the
-    steps start at k = 9 (F < 2^55 then, below the sum of the L_k from k = 9 on, 1.44 * 2^55)."""
+    ``table`` (with it): one with read-only words, where ``TABLE`` gives z for F's top 8 bits and
+    ``TABLE2`` the factor for the next 8 (``times``), and ``poly_tail`` the rest (F < 2^47 then,
+    within its bound 2^47.53): no shift-and-add step at all."""
     F = np.array(F, dtype=_U64)
     z = np.zeros_like(F)
     t = np.empty_like(F)
-    k0 = 1
     if table:
-        assert multiplier, "the table is used only on a machine with the multiplier"
+        assert multiplier, "the tables are used only on a machine with the multiplier"
         sh = _U64(63 - TABLE_BITS)
         z = np.array(TABLE, dtype=_U64)[(F >> sh).astype(np.int64)]
         F &= (_U64(1) << sh) - _U64(1)
-        k0 = TABLE_BITS + 1
+        sh = _U64(63 - 2 * TABLE_BITS)
+        w = np.array(TABLE2, dtype=_U64)[(F >> sh).astype(np.int64)]
+        F &= (_U64(1) << sh) - _U64(1)
+        return poly_tail(F, times(z, w))
     with np.errstate(over="ignore"):
-        for k in range(k0, 17 if multiplier else 16):
+        for k in range(1, 17 if multiplier else 16):
             L = _U64(STEPS[k - 1])
             p = (F >> _U64(32)) > (L >> _U64(32)) if k <= K_HI else F >= L
             np.subtract(F, L, out=F, where=p)
@@ -308,6 +344,6 @@ def finish(e: np.ndarray, mn: np.ndarray, spec: np.ndarray, pspec: np.ndarray, f
 
 __all__ = [
     "P1", "P16", "STEPS", "K_HI", "C", "B16", "D16", "K1", "K1F", "TAIL_BIAS", "BIG", "TABLE_BITS",
-    "TABLE_BIAS", "TABLE", "TABLE_WORDS",
+    "TABLE_BIAS", "TABLE2_BIAS", "TABLE", "TABLE2", "TABLE_WORDS", "TABLE2_WORDS", "times",
     "exact_constants", "decode", "poly_tail", "bkm", "core", "ex2", "finish",
 ]  # fmt: skip

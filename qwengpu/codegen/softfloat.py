@@ -1481,16 +1481,15 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     zh: Val = Imm(0)
     zl: Val = Imm(0)
     poly = _native_mul(b.fr)
-    k0 = 1
-    base = _ex2_table(b.fr) if poly else None
-    if base is not None:  # z for F's top 8 bits from the read-only table; F keeps the rest (< 2^55)
-        top = b.and_(fh, Imm(0x7F800000))
-        fh = b.op("xor", fh, top)
-        ix = b.shr(top, Imm(23 - 2))  # 4 j: the byte offset of entry j
-        zh, zl = (b.op("ld", ix, size=4, sign="u", space="global", amode="z", base=GLOBAL_BASE,
-                       off=4 * (base + half)) for half in (0, 1 << em.TABLE_BITS))
-        k0 = em.TABLE_BITS + 1
-    for k in range(k0, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
+    bases = _ex2_tables(b.fr) if poly else None
+    if bases is not None:  # two table lookups for F's top 16 bits, the polynomial for the rest
+        (zh, zl), fh = _ex2_lookup(b, fh, 23, bases[0])  # z for the top 8 bits; F < 2^55 left
+        (wh, wl), fh = _ex2_lookup(b, fh, 15, bases[1])  # the factor for the next 8; F < 2^47
+        zh, zl = _ex2_times(b, zh, zl, wh, wl)
+        zh, zl = _fex2_poly_tail(b, fh, fl, zh, zl)
+        mn = b.or_(b.or_(b.shr(zh, Imm(2)), Imm(0x40000000)), sticky)
+        return (e, mn), lambda: _fex2_specials(b, a, aa)
+    for k in range(1, 17 if poly else 16):  # k = 16 too before the polynomial (F < 2^47.53)
         lk = em.STEPS[k - 1]
         lh, ll = lk >> 32, lk & M32
         if k <= em.K_HI:
@@ -1519,11 +1518,51 @@ def _fex2_core(b: _B, a: Val) -> tuple:
     return (e, mn), lambda: _fex2_specials(b, a, aa)
 
 
-def _ex2_table(fr: object) -> int | None:
-    """The first word of ``ex2_model.TABLE_WORDS`` in the machine's read-only words (``Fresh.table``),
-    or None on a machine without them (the steps k = 1..8 are then computed)."""
+def _ex2_tables(fr: object) -> tuple[int, int] | None:
+    """The first words of ``ex2_model.TABLE_WORDS`` and ``TABLE2_WORDS`` in the machine's read-only
+    words (``Fresh.table``), or None on a machine without them (the steps k = 1..16 are then
+    computed)."""
     place = getattr(fr, "table", None)
-    return None if place is None else place(em.TABLE_WORDS)
+    if place is None:
+        return None
+    first = place(em.TABLE_WORDS)
+    second = None if first is None else place(em.TABLE2_WORDS)
+    return None if second is None else (first, second)
+
+
+def _ex2_lookup(b: _B, fh: Val, low: int, base: int) -> tuple[tuple[Val, Val], Val]:
+    """((high, low word) of entry j of the table at word ``base``, fh without j), j = fh's 8 bits
+    from bit ``low`` up (all of fh's bits above them are 0): an AND, an XOR, a shift to the
+    entry's byte offset and two loads (the high words, then the low words, 256 apart)."""
+    top = b.and_(fh, Imm(0xFF << low))
+    fh = b.op("xor", fh, top)
+    ix = b.shr(top, Imm(low - 2))  # 4 j: the byte offset of entry j
+    hi, lo = (b.op("ld", ix, size=4, sign="u", space="global", amode="z", base=GLOBAL_BASE,
+                   off=4 * (base + half)) for half in (0, 1 << em.TABLE_BITS))
+    return (hi, lo), fh
+
+
+def _ex2_times(b: _B, zh: Val, zl: Val, wh: Val, wl: Val) -> tuple[Val, Val]:
+    """``ex2_model.times``: z + w + z w / 2^64 for w below 2^56 (wh below 2^24), word for word."""
+    mul, halves, hiap = b.mul, b.halves, b.hiap
+
+    def add_c(x: Val, y: Val) -> tuple[Val, P]:  # (x + y mod 2^32, its carry)
+        s = b.add(x, y)
+        return s, b.setp("lt", s, y)
+
+    zhh, whh = halves(zh), halves(wh)
+    al = mul(zh, wh)
+    x = mul(zhh[0], whh[1])
+    t = b.add(b.add(b.and_(x, Imm(0xFFFF)), mul(zhh[1], whh[0])), b.shr(mul(zhh[1], whh[1]), Imm(16)))
+    ah = b.add(b.add(mul(zhh[0], whh[0]), b.shr(x, Imm(16))), b.shr(t, Imm(16)))
+    lo, c1 = add_c(zl, wl)
+    lo, c2 = add_c(lo, al)
+    lo, c3 = add_c(lo, hiap(zhh, halves(wl)))
+    lo, c4 = add_c(lo, hiap(halves(zl), whh))
+    hi = b.add(b.add(zh, wh), ah)
+    for c in (c1, c2, c3, c4):
+        hi = b.cond(c, hi, "add", hi, Imm(1))
+    return hi, lo
 
 
 def _fex2_loop_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val]:

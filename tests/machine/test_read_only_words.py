@@ -113,10 +113,10 @@ def _decode_rows(prompt: list[int]) -> dict[int, int]:
 
 
 def test_ex2s_table_is_loaded_into_the_top_read_only_words(tmp_path):
-    """A kernel with ``ex2`` on the 2B shape reads its 2^(j/256) table (``ex2_model.TABLE_WORDS``)
-    from the top 512 read-only words: the prompt loads them as read-only rows (the launch's own
-    inputs stay writable here), the program's loads address them, and the buffer table the bounds
-    watch checks addresses against holds them, read-only."""
+    """A kernel with ``ex2`` on the 2B shape reads its two tables (``ex2_model.TABLE_WORDS``,
+    ``TABLE2_WORDS``) from the top 1,024 read-only words: the prompt loads them as read-only rows
+    (the launch's own inputs stay writable here), the program's loads address them, and the
+    buffer table the bounds watch checks addresses against holds them, read-only."""
     from qwengpu.codegen import ex2_model as em
 
     n = 64
@@ -128,25 +128,28 @@ def test_ex2s_table_is_loaded_into_the_top_read_only_words(tmp_path):
     shape = shape_for(machine_config("2b"))
     _, prog, prompt, gmem, _ = prepare(cu, shape=shape)
     top = shape.gmem_words + shape.ro_words
-    base = top - len(em.TABLE_WORDS)
-    assert prog.rodata == ((base, em.TABLE_WORDS),)
+    base, base2 = top - 512, top - 1024
+    assert prog.rodata == ((base, em.TABLE_WORDS), (base2, em.TABLE2_WORDS))
     words = _decode_rows(prompt)
     want = {base + i: v for i, v in enumerate(em.TABLE_WORDS)}
-    assert {w: v for w, v in words.items() if w >= base} == want
+    want.update((base2 + i, v) for i, v in enumerate(em.TABLE2_WORDS) if any(
+        em.TABLE2_WORDS[(i // 4 * 4):(i // 4 * 4 + 4)]))  # an all-zero row is not loaded
+    assert {w: v for w, v in words.items() if w >= base2} == want
     offs = {x.mod("off") for x in prog.code if x.op == "ld"}
-    assert {4 * base, 4 * (base + 256)} <= offs
-    (tab,) = [b for b in gmem.buffers if b.name == "(program data)"]
-    assert (tab.start - GLOBAL_BASE) // 4 == base and tab.size == 4 * len(em.TABLE_WORDS) and tab.readonly
+    assert {4 * base, 4 * (base + 256), 4 * base2, 4 * (base2 + 256)} <= offs
+    tabs = sorted((b.start - GLOBAL_BASE) // 4 for b in gmem.buffers
+                  if b.name == "(program data)" and b.readonly and b.size == 4 * 512)
+    assert tabs == [base2, base]
     assert not prepare(_write(tmp_path, VADD, json.loads((tmp_path / "k.json").read_text())),
                        shape=shape)[1].rodata  # no ex2, no table
 
 
 def test_read_only_inputs_reaching_the_table_are_refused_naming_it(tmp_path):
-    """Inputs that would fit the 49,152 read-only words but reach the top 512 the ex2 table takes."""
+    """Inputs that would fit the 49,152 read-only words but reach the top 1,024 the ex2 tables take."""
     n = 24400
     cu = _write(tmp_path, EX2, {"kernel": "k", "grid": 1, "block": 64, "args": [
         {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
         {"name": "out", "type": "f32*", "size": 16}, {"name": "n", "type": "i32", "value": 16}],
         "outputs": ["out"]})
-    with pytest.raises(MachineLimitError, match="constant tables take 512"):
+    with pytest.raises(MachineLimitError, match="constant tables take 1024"):
         prepare(cu, shape=shape_for(machine_config("2b")))

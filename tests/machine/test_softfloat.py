@@ -546,7 +546,8 @@ def test_ex2_model_is_the_sequence(ftz: bool, units: str | None) -> None:
     computes, on edge values and 4096 random inputs (after the weights' expansion: only weight
     ops; after register allocation), with the products as shift-and-add sequences, on the
     machines' multiplier (``units``: there the step k = 16 and ``ex2_model.poly_tail``) and with
-    the 2B shape's read-only table for the steps k = 1..8 (``table``: ``ex2_model.TABLE``)."""
+    the 2B shape's read-only tables for the steps k = 1..16 (``table``: ``ex2_model.TABLE``,
+    ``TABLE2`` and ``times``)."""
     from qwengpu.codegen import ex2_model
 
     rng = np.random.default_rng(21 + ftz)
@@ -560,28 +561,29 @@ def test_ex2_model_is_the_sequence(ftz: bool, units: str | None) -> None:
     assert (want == fp32.ex2_approx(a, ftz)).all()
 
 
-def test_ex2_table_is_read_as_the_model_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a table made wrong on purpose (every entry 2^37 too large: results off in their last
-    bits), the machine and the model still agree bit for bit while both disagree with
-    ``fp32.ex2_approx`` on many inputs: the sequence reads the entry the model reads, at the index
-    the model takes, and adds it where the model does (equal correct results alone would not show
-    that). The table's words in the program are the model's ``TABLE_WORDS``."""
+@pytest.mark.parametrize("which", ["TABLE", "TABLE2"])
+def test_ex2_tables_are_read_as_the_model_reads_them(which: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one table made wrong on purpose (every entry 2^37 too large: results off in their
+    last bits), the machine and the model still agree bit
+    for bit while both disagree with ``fp32.ex2_approx`` on many inputs: the sequence reads the
+    entry the model reads, at the index the model takes, and uses it as the model does (equal
+    correct results alone would not show that). The tables' words in the program are the model's
+    ``TABLE_WORDS`` and ``TABLE2_WORDS``, at the top of the read-only words."""
     from qwengpu.codegen import ex2_model as em
 
-    bad_table = tuple(t + (1 << 37) for t in em.TABLE)
-    monkeypatch.setattr(em, "TABLE", bad_table)
-    words = tuple(t >> 32 for t in bad_table) + tuple(t & M32 for t in bad_table)
-    monkeypatch.setattr(em, "TABLE_WORDS", words)
+    bad = tuple(t + (1 << 37) for t in getattr(em, which))
+    monkeypatch.setattr(em, which, bad)
+    monkeypatch.setattr(em, f"{which}_WORDS", tuple(t >> 32 for t in bad) + tuple(t & M32 for t in bad))
     rng = np.random.default_rng(5)
     a = ex2_inputs(rng, 2048)
     info: dict = {}
     got = machine("fex2", {}, a, a, a, weights=True, alloc=True, options=MACHINE, info=info)
     want = em.ex2(a, False, multiplier=True, table=True)
-    bad = np.flatnonzero(got != want)
-    assert not len(bad), [(hex(a[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    wrong = np.flatnonzero(got != want)
+    assert not len(wrong), [(hex(a[i]), hex(got[i]), hex(want[i])) for i in wrong[:5]]
     assert (want != fp32.ex2_approx(a, False)).sum() > 100
-    ((base, words),) = info["program"].rodata
-    assert words == em.TABLE_WORDS and base + len(words) == MACHINE.rodata_top
+    top = MACHINE.rodata_top
+    assert info["program"].rodata == ((top - 512, em.TABLE_WORDS), (top - 1024, em.TABLE2_WORDS))
 
 
 def test_ex2_constants() -> None:
@@ -596,8 +598,12 @@ def test_ex2_constants() -> None:
         n = 1 << em.TABLE_BITS
         want = tuple(int(mp.nint((mp.mpf(2) ** (mp.mpf(j) / n) - 1) * mp.mpf(2) ** 64)) + em.TABLE_BIAS
                      for j in range(n))
-    assert em.TABLE == want
+        want2 = tuple(int(mp.nint((mp.mpf(2) ** (mp.mpf(j) / n**2) - 1) * mp.mpf(2) ** 64)) + em.TABLE2_BIAS
+                      for j in range(n))
+    assert em.TABLE == want and em.TABLE2 == want2
     assert em.TABLE_WORDS == tuple(t >> 32 for t in want) + tuple(t & M32 for t in want)
+    assert em.TABLE2_WORDS == tuple(t >> 32 for t in want2) + tuple(t & M32 for t in want2)
+    assert max(want2) < 1 << 56  # ex2_model.times: the factor's high word below 2^24
 
 
 def test_ex2_cost() -> None:
@@ -605,12 +611,12 @@ def test_ex2_cost() -> None:
     of one inline fex2 on the machines' units (the multiplier), pinned so a change is noticed: 298
     rows / 1,154 issued while the BKM steps k = 33..63 were a loop, 333 / 829 with them as one
     product, 350 / 350 with the steps after k = 16 as a polynomial of half-word products
-    (``ex2_model.poly_tail``), 255 / 255 with the steps k = 1..8 as two loads from the read-only
-    table (the 2B shape; 350 without read-only words)."""
+    (``ex2_model.poly_tail``), 193 / 193 with the steps k = 1..16 as two tables in the read-only
+    words and one product (the 2B shape; 350 without read-only words)."""
     rng = np.random.default_rng(2)
     a = ex2_inputs(rng, 32)
     check("fex2", {}, a)
-    for opts, most in ((MACHINE, 260), (MACHINE_NO_TABLE, 355)):
+    for opts, most in ((MACHINE, 195), (MACHINE_NO_TABLE, 355)):
         info: dict = {}
         machine("fex2", {}, a, a, a, info=info, weights=True, options=opts)
         prog, st = info["program"], info["stats"]
