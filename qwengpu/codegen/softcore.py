@@ -277,6 +277,9 @@ class Options:
     #: ``Program.rodata``), e.g. ``ex2``'s 2^(j/256), which replaces its first eight
     #: shift-and-add steps by two loads
     rodata_top: int = 0
+    #: a thread's reload of the word it stored, across barriers only, is the stored register when no
+    #: other thread's store can reach that word (``softmem.forward_own_words``)
+    forward_own_words: bool = False
 
 
 def unit_options(shape: object) -> dict[str, bool | int]:
@@ -286,7 +289,7 @@ def unit_options(shape: object) -> dict[str, bool | int]:
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
             "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
             "special_operands": True, "guard_short_skips": True, "decided_zero_checks": True,
-            "rodata_top": int(shape.gmem_words) + ro if ro else 0}  # type: ignore[attr-defined]
+            "forward_own_words": True, "rodata_top": int(shape.gmem_words) + ro if ro else 0}  # type: ignore[attr-defined]
 
 
 class Fresh:

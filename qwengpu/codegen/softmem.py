@@ -1273,6 +1273,8 @@ def _lower_for_weights(
         p = fold_special_reads(p)
     if options is not None and options.guard_short_skips:
         p = guard_short_skips(p)
+    if options is not None and options.forward_own_words and plan.turns is None:
+        p = forward_own_words(p, plan.threads)
     kr = k_regs if k_regs is not None else LIMITS.registers
     out = allocate(p, k_regs=kr)
     if out.spill_words:
@@ -1294,6 +1296,103 @@ def _lower_for_weights(
     if plan.mblocks == 1 and options is not None and options.guard_short_skips:
         out = drop_first_zeros(out)
     return out, plan
+
+
+def _tid_affine(prog: Program) -> dict[int, tuple[int, int]]:
+    """vreg -> (a, c): the register holds a * tid + c in every thread (tid: the machine's linear
+    thread index), for registers whose one unguarded definition is ``s2r tid.x``, a copy, or an
+    add, subtract, shift or multiply by immediates of such values (``%tid.x`` read as an operand
+    counts as (1, 0)). Only small values (below 2^24 in magnitude): no word wraps."""
+    from qwengpu.codegen.softcore import definitions
+
+    defs = definitions(prog)
+    out: dict[int, tuple[int, int]] = {}
+
+    def val(x: object) -> tuple[int, int] | None:
+        if isinstance(x, Imm):
+            v = x.v - (1 << 32) if x.v >> 31 else x.v
+            return (0, v)
+        if isinstance(x, SR):
+            return (1, 0) if x.name == "tid.x" else None
+        return out.get(x.n) if isinstance(x, R) else None
+
+    for _ in range(4):  # definitions come before their readers but for loops' back edges
+        for n, ds in defs.items():
+            ins = ds[0]
+            if len(ds) != 1 or ins.guard is not None or n in out or ins.mod("lane") is not None:
+                continue
+            if ins.op == "s2r":
+                v = (1, 0) if ins.mod("sr") == "tid.x" else None
+            else:
+                xs = [val(x) for x in ins.s]
+                if any(x is None for x in xs):
+                    continue
+                op, k = ins.op, ins.s[1] if len(ins.s) > 1 else None
+                v = None
+                if op == "mov":
+                    v = xs[0]
+                elif op in ("add", "addw"):
+                    v = (xs[0][0] + xs[1][0], xs[0][1] + xs[1][1])
+                elif op in ("sub", "subw"):
+                    v = (xs[0][0] - xs[1][0], xs[0][1] - xs[1][1])
+                elif op == "shl" and isinstance(k, Imm) and k.v < 24:
+                    v = (xs[0][0] << k.v, xs[0][1] << k.v)
+                elif op in ("mul", "mulw") and (xs[0][0] == 0 or xs[1][0] == 0):
+                    f, g = (xs[0][1], xs[1]) if xs[0][0] == 0 else (xs[1][1], xs[0])
+                    v = (f * g[0], f * g[1])
+            if v is not None and abs(v[0]) < 1 << 24 and abs(v[1]) < 1 << 24:
+                out[n] = v
+    return out
+
+
+def forward_own_words(prog: Program, threads: int) -> Program:
+    """``st [a], v`` then only barriers, then ``ld d, [a]`` of the same word -> ``mov d, v`` (the
+    allocator then gives d and v one register and drops the copy), when no other thread of the
+    block can write that word in between. Why: a thread that keeps its own element in shared memory
+    across a barrier reloads what it stored (``scan_hillis_steele`` at every step: a pass and a
+    full word a lane for each reload).
+
+    Exact when: the two rows read the same address register and fields, with the same guard, and
+    nothing but ``bar`` rows between them, none a branch target (every lane that loads ran the
+    store just before, and v still holds what it stored); every store and atomic of the program
+    addresses 4 tid + K_i (``_tid_affine``: each thread its own words) with K_i the load's K or at
+    least 4 ``threads`` away from it and word aligned to it, so no other thread's store reaches the
+    word (blocks run one after another; the machine's threads are the block's)."""
+    code = prog.code
+    aff = _tid_affine(prog)
+
+    def where(ins: MInstr) -> int | None:  # K of an address 4 tid + K, else None
+        a = ins.s[0] if ins.s else None
+        v = aff.get(a.n) if isinstance(a, R) else (1, 0) if isinstance(a, SR) and a.name == "tid.x" else None
+        if v is None or v[0] != 4 or ins.mod("space") not in ("global", None) or ins.mod("size") != 4:
+            return None
+        return (ins.mod("base") or 0) + (ins.mod("off") or 0) + v[1]
+
+    stores = [ins for ins in code if ins.op in ("st", "atom")]
+    ks = [where(x) for x in stores]
+    if not stores or any(k is None for k in ks):
+        return prog
+    targets = {x.target for x in code if x.target is not None}
+    new: dict[int, MInstr | None] = {}
+    for i, st in enumerate(code):
+        if st.op != "st" or st.mod("lane") is not None:
+            continue
+        j = i + 1
+        while j < len(code) and code[j].op == "bar" and j not in targets:
+            j += 1
+        if j == i + 1 or j >= len(code) or j in targets:
+            continue
+        ld = code[j]
+        same = {k: st.m.get(k) for k in ("space", "base", "off", "amode", "size")} == {
+            k: ld.m.get(k) for k in ("space", "base", "off", "amode", "size")}
+        if ld.op != "ld" or ld.s[:1] != st.s[:1] or not same or ld.guard != st.guard:
+            continue
+        k = where(st)
+        if k is None or any(x != k and ((x - k) % 4 or abs(x - k) < 4 * threads)  # type: ignore[operator]
+                            for x in ks):
+            continue
+        new[j] = MInstr("mov", ld.d, (st.s[1],), {}, ld.guard, None, ld.ptx)
+    return _rewrite(prog, new)
 
 
 def _rewrite(prog: Program, new: dict[int, MInstr | None]) -> Program:
