@@ -280,6 +280,9 @@ class Options:
     #: a thread's reload of the word it stored, across barriers only, is the stored register when no
     #: other thread's store can reach that word (``softmem.forward_own_words``)
     forward_own_words: bool = False
+    #: ``add d, x, 0`` and the like (the program's own immediates) are copies the allocator drops
+    #: (``softmem.drop_identity_ops``)
+    drop_identity_rows: bool = False
 
 
 def unit_options(shape: object) -> dict[str, bool | int]:
@@ -289,7 +292,8 @@ def unit_options(shape: object) -> dict[str, bool | int]:
     return {"native_mul": bool(shape.multiplier), "native_fadd": bool(shape.fadd),  # type: ignore[attr-defined]
             "native_fmulf": bool(shape.fmulf), "lane_rows": bool(shape.lane_rows),  # type: ignore[attr-defined]
             "special_operands": True, "guard_short_skips": True, "decided_zero_checks": True,
-            "forward_own_words": True, "rodata_top": int(shape.gmem_words) + ro if ro else 0}  # type: ignore[attr-defined]
+            "forward_own_words": True, "drop_identity_rows": True,
+            "rodata_top": int(shape.gmem_words) + ro if ro else 0}  # type: ignore[attr-defined]
 
 
 class Fresh:

@@ -1265,6 +1265,8 @@ def _lower_for_weights(
     from qwengpu.codegen.regalloc import allocate
 
     p, plan = expand_with_launch(prog, grid, block, dynamic_shared, options=options, gmem_words=gmem_words)
+    if options is not None and options.drop_identity_rows:
+        p = drop_identity_ops(p)
     if options is not None and options.param_bank:
         from qwengpu.codegen.regalloc import propagate_constants
 
@@ -1296,6 +1298,36 @@ def _lower_for_weights(
     if plan.mblocks == 1 and options is not None and options.guard_short_skips:
         out = drop_first_zeros(out)
     return out, plan
+
+
+#: ops whose immediate 0 (or 1 for ``mul``) operand leaves the other: (op, the operand positions
+#: that may hold it, the identity's value)
+_IDENTITY = {"add": ((0, 1), 0), "or": ((0, 1), 0), "xor": ((0, 1), 0), "sub": ((1,), 0), "shl": ((1,), 0),
+             "shr": ((1,), 0), "mul": ((0, 1), 1)}
+
+
+def drop_identity_ops(prog: Program) -> Program:
+    """``add d, x, 0`` (``or``/``xor`` with 0, ``sub``/``shl``/``shr`` by 0, ``mul`` by 1) -> ``mov d,
+    x``, which the allocator then gives one register with x and drops where it can. Why: the
+    expansions add a region's base to an address even where that base is 0 (shared memory at offset
+    0: ``scan_hillis_steele``'s ``add r0, 0, r0``), a pass and a full word a lane for nothing.
+    Only the program's own immediates: this runs before the launch's parameter words become
+    immediates (``fold_param_loads``), so no launch value decides a row away. The window ops
+    (``addw``...) keep their rows: their zero-extending forms are not the identity."""
+    code = []
+    changed = False
+    for ins in prog.code:
+        rule = _IDENTITY.get(ins.op)
+        if rule is not None and len(ins.s) == 2 and len(ins.d) == 1 and isinstance(ins.d[0], R):
+            pos, unit = rule
+            for k in pos:
+                y = ins.s[k]
+                if isinstance(y, Imm) and y.v == unit:
+                    ins = MInstr("mov", ins.d, (ins.s[1 - k],), {}, ins.guard, None, ins.ptx)
+                    changed = True
+                    break
+        code.append(ins)
+    return replace(prog, code=code) if changed else prog
 
 
 def _tid_affine(prog: Program) -> dict[int, tuple[int, int]]:
