@@ -82,3 +82,41 @@ def test_a_parameter_that_is_zero_keeps_its_rows(shape: str, tmp_path: Path) -> 
     r = run_weights(tmp_path / "k.cu", tmp_path / "k.json", options=SHAPES[shape])
     assert list(r.outputs["out"]) == x
     assert _identities(r.program) == 2  # the add and the shift by the parameter's 0, in the rows
+
+
+GEOMETRY = """extern "C" __global__ void k(const int* in, int* out, int n) {
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    s[t] = in[t];
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {   // 32 first: never 0 on entry
+        if (t < stride) s[t] += s[t + stride];
+        __syncthreads();
+    }
+    int extra = blockDim.x > 100 ? 7 : 3;                            // a launch constant: 3
+    if (t == 0) out[0] = s[0] * extra;
+    if (n > 5) out[1 + t] = t;                                       // a parameter: stays a test
+}"""
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rows_of_launch_constants_fold_and_parameters_stay(shape: str, tmp_path: Path) -> None:
+    """``blockDim.x / 2`` is a ``mov`` of 32, the loop's entry test on it and the branch over the
+    loop go (``fold_constant_rows``), ``blockDim.x > 100`` is decided; ``n > 5`` on a parameter
+    (6 here) stays a comparison the model makes. Outputs against Python; the folded program runs
+    fewer passes than the one without folding."""
+    x = [(i * 7919) % 1000 - 500 for i in range(64)]
+    (tmp_path / "k.cu").write_text(GEOMETRY)
+    (tmp_path / "k.json").write_text(json.dumps({"kernel": "k", "grid": 1, "block": 64, "args": [
+        {"name": "in", "type": "i32*", "data": x}, {"name": "out", "type": "i32*", "size": 65},
+        {"name": "n", "type": "i32", "value": 6}], "outputs": ["out"]}))
+    runs = {f: run_weights(tmp_path / "k.cu", tmp_path / "k.json",
+                           options=replace(SHAPES[shape], drop_identity_rows=f)) for f in (False, True)}
+    for r in runs.values():
+        assert list(r.outputs["out"]) == [sum(x) * 3, *range(64)]
+    prog = runs[True].program
+    assert not [x for x in prog.code if Imm(100) in x.s or x.op == "sel"]  # blockDim.x > 100 decided
+    assert not [x for x in prog.code if x.op == "shr" and all(isinstance(y, Imm) for y in x.s)]
+    assert [x for x in prog.code if x.op == "setp" and Imm(6) in x.s]  # n > 5: n's word in the row
+    assert [x for x in runs[False].program.code if Imm(100) in x.s]
+    assert runs[True].stats["passes"] < runs[False].stats["passes"]
