@@ -47,6 +47,14 @@ The algorithm (everything integer; the multiplier for the last steps only):
     ``t1 z_lo / 2^64`` (below 2 units). (Until 2f5c49d this was a loop of the BKM steps k = 33..63,
     ``L_k = floor(2^(63-k) / ln 2)``: 31 trips of 11 rows.)
 
+  On a machine with read-only words too (the 2B shape: ``table``) there are no steps at all:
+  F's top 8 bits j give z = ``TABLE[j]`` (round((2^(j/256) - 1) 2^64) + 2), its next 8 bits j2 the
+  factor w = ``TABLE2[j2]`` (round((2^(j2/2^16) - 1) 2^64), below 2^55.5), z becomes z + w + z w /
+  2^64 (``times``: y1 y2), and ``poly_tail`` takes the remaining F < 2^47: one fex2 issues 193
+  machine warp instructions (two lookups of five rows each, the product's ~40). The tables live at
+  the top of the machine's read-only words (``Program.rodata``); the +2 centres the floors' error
+  (-5.9 .. +6.8 units of 2^-64 on random F, the steps' path -5.8 .. +6.9).
+
   The result is within about 2^-59.9 (relative) of 2^f: error of the constants (floors), of the
   truncated ``y >> k``, and the residual F.
 * Pack: ``mn = 2^30 | (z_hi >> 2) | sticky`` (sticky = ``f != 0``: 2^f is then irrational, so
