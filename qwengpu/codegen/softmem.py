@@ -530,10 +530,8 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
         lane()
     turns = _shared_turns(s, body, lane, ngroups) if one_lane and ngroups > 1 else None
     end = s.label()
-    for g in range(ngroups):
-        later = s.label() if g < ngroups - 1 else None
-        if later is not None:
-            s.bra(later, s.setp("ge", lane(), Imm(4 * (g + 1))))
+
+    def copy(g: int) -> None:
         if turns is not None:
             s.code.append(call(turns, (), ()))
         elif one_lane:
@@ -547,9 +545,24 @@ def _lane_loop(s: Seq, body: Callable[[P], None]) -> None:
             body(p)
             s.into(k, "add", k, Imm(1))
             s.bra(top, p.inv())  # 3 instructions of bookkeeping per lane
-        if later is not None:
-            s.bra(end)
-            s.place(later)
+
+    def copies(lo: int, hi: int) -> None:
+        """The copies of groups lo..hi-1: group 0 split off first (the one lane of an ``if (tid ==
+        0) atomicAdd`` passes one test, as before), the others by halves (a group passes about
+        log2 of their tests instead of one per group before it). The lower part's rows come
+        first, so min-PC still runs the groups' copies in group order."""
+        if hi - lo == 1:
+            copy(lo)
+            return
+        mid = lo + 1 if lo == 0 else (lo + hi) // 2
+        upper = s.label()
+        s.bra(upper, s.setp("ge", lane(), Imm(4 * mid)))
+        copies(lo, mid)
+        s.bra(end)
+        s.place(upper)
+        copies(mid, hi)
+
+    copies(0, ngroups)
     s.place(end)
 
 

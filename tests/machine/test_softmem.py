@@ -360,6 +360,7 @@ def test_lane_loops_run_one_copy_per_lane_group(name: str) -> None:
               in (4, 8, 12, 16, 20, 24, 28)]
     assert len(copies) >= 7  # the counts of copies 1-7 start at their group's first lane
 
+
     prog = run_weights(cu, spec, options=Options(group_loops=False)).program
     tight = run_weights(cu, spec, options=Options(budget=len(prog.code) + 4))
     assert len(tight.program.code) <= len(prog.code) + 4
@@ -1076,3 +1077,22 @@ def test_grids_of_1147_blocks_multiply_full_block_indices(tmp_path: Path, grid: 
     want = np.zeros(64, dtype=np.uint64)
     np.add.at(want, (y * grid[0] + x) & 63, 2 * (x * 977 + (y + 3) * (x + 1)) + 1)
     assert got.astype(np.uint64).tolist() == (want & M32).tolist()
+
+
+@pytest.mark.parametrize("shape", ["2b", "test"])
+def test_lane_group_copies_are_reached_by_halves(shape: str) -> None:
+    """``_lane_loop``'s copies: group 0 split off by the first test of ``laneid`` (the one lane of
+    an ``if (tid == 0)`` atomic passes one test), the other groups by halves (the last group passes
+    4 tests, not 7 as in a chain): ``histogram``'s 2 blocks of two full warps take 1,276 passes
+    (1,332 with the chain), with the same bits as the spec's expected values."""
+    from qwengpu.codegen.soft import Options
+    from qwengpu.codegen.softcore import unit_options
+    from qwengpu.model.configs import shape_named
+
+    cu, spec = ITEMS["histogram"]
+    r = run_weights(cu, spec, options=Options(**unit_options(shape_named(shape))))
+    assert not r.mismatches, r.mismatches
+    assert r.stats["passes"] <= 1276
+    bounds = [i.s[1].v for i in r.program.code if i.op == "setp" and i.mod("cmp") == "ge"
+              and len(i.s) == 2 and getattr(i.s[1], "v", None) in (4, 8, 12, 16, 20, 24, 28)]
+    assert bounds[:2] == [4, 16]  # group 0 alone, then groups 1-3 against 4-7
