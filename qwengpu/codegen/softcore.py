@@ -281,7 +281,7 @@ class Options:
     #: other thread's store can reach that word (``softmem.forward_own_words``)
     forward_own_words: bool = False
     #: ``add d, x, 0`` and the like (the program's own immediates) are copies the allocator drops
-    #: (``softmem.drop_identity_ops``)
+    #: (``rowfold.drop_identity_ops``, ``rowfold.fold_constant_rows``)
     drop_identity_rows: bool = False
 
 

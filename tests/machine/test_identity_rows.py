@@ -1,5 +1,5 @@
 """Identity rows (``add d, x, 0``, ``shl d, x, 0``, ``mul d, x, 1`` ...) become copies the allocator
-drops (``softmem.drop_identity_ops``), for the program's own immediates only: a launch parameter
+drops (``rowfold.drop_identity_ops``, ``rowfold.fold_constant_rows``), for the program's own immediates only: a launch parameter
 that happens to be 0 keeps its row (the model adds it), since the pass runs before the parameter
 words become immediates. Checked on the ISA simulator as the weights run it, outputs against
 Python."""
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from qwengpu.codegen.rowfold import drop_identity_ops
 from qwengpu.codegen.soft import Options
 from qwengpu.codegen.softcore import unit_options
-from qwengpu.codegen.softmem import drop_identity_ops, run_weights
+from qwengpu.codegen.softmem import run_weights
 from qwengpu.isa.instr import Imm, MInstr, R
 from qwengpu.model.configs import shape_named
 
@@ -30,7 +31,7 @@ def _identities(prog) -> int:
 
 
 def test_each_identity_form_becomes_a_copy() -> None:
-    from qwengpu.codegen.softmem import _IDENTITY
+    from qwengpu.codegen.rowfold import _IDENTITY
 
     for op, (pos, unit) in _IDENTITY.items():
         for k in pos:
