@@ -317,6 +317,17 @@ class _B:
         hl = self.shr(self.mul(x[0], y[1]), Imm(16))
         return self.add(hh, self.add(hl, self.shr(self.mul(x[1], y[0]), Imm(16))))
 
+    def add_c(self, x: Val, y: Val) -> tuple[Val, P]:
+        """(x + y mod 2^32, its carry): the add and one compare of the sum with y."""
+        s = self.add(x, y)
+        return s, self.setp("lt", s, y)
+
+    def plus(self, x: Val, *carries: P) -> Val:
+        """x plus each carry that holds (a guarded add of 1 for each)."""
+        for c in carries:
+            x = self.cond(c, x, "add", x, Imm(1))
+        return x
+
     def minu(self, a: Val, b: Val) -> Val:
         return self.op("min", a, b, sign="u")
 
@@ -1544,12 +1555,7 @@ def _ex2_lookup(b: _B, fh: Val, low: int, base: int) -> tuple[tuple[Val, Val], V
 
 def _ex2_times(b: _B, zh: Val, zl: Val, wh: Val, wl: Val) -> tuple[Val, Val]:
     """``ex2_model.times``: z + w + z w / 2^64 for w below 2^56 (wh below 2^24), word for word."""
-    mul, halves, hiap = b.mul, b.halves, b.hiap
-
-    def add_c(x: Val, y: Val) -> tuple[Val, P]:  # (x + y mod 2^32, its carry)
-        s = b.add(x, y)
-        return s, b.setp("lt", s, y)
-
+    mul, halves, hiap, add_c = b.mul, b.halves, b.hiap, b.add_c
     zhh, whh = halves(zh), halves(wh)
     al = mul(zh, wh)
     x = mul(zhh[0], whh[1])
@@ -1559,10 +1565,7 @@ def _ex2_times(b: _B, zh: Val, zl: Val, wh: Val, wl: Val) -> tuple[Val, Val]:
     lo, c2 = add_c(lo, al)
     lo, c3 = add_c(lo, hiap(zhh, halves(wl)))
     lo, c4 = add_c(lo, hiap(halves(zl), whh))
-    hi = b.add(b.add(zh, wh), ah)
-    for c in (c1, c2, c3, c4):
-        hi = b.cond(c, hi, "add", hi, Imm(1))
-    return hi, lo
+    return b.plus(b.add(b.add(zh, wh), ah), c1, c2, c3, c4), lo
 
 
 def _fex2_loop_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val]:
@@ -1636,16 +1639,7 @@ def _fex2_poly_tail(b: _B, fh: Val, fl: Val, zh: Val, zl: Val) -> tuple[Val, Val
     k = 16 it replaces the loop of the steps k = 16..32 (17 trips of 24 rows) and the one-product
     tail: one fex2 829 -> 350 machine warp instructions. Word for word the model's."""
 
-    mul, halves, hi16, hiap = b.mul, b.halves, b.hi16, b.hiap
-
-    def add_c(x: Val, y: Val) -> tuple[Val, P]:  # (x + y mod 2^32, its carry)
-        s = b.add(x, y)
-        return s, b.setp("lt", s, y)
-
-    def plus(x: Val, *carries: P) -> Val:
-        for c in carries:
-            x = b.cond(c, x, "add", x, Imm(1))
-        return x
+    mul, halves, hi16, hiap, add_c, plus = b.mul, b.halves, b.hi16, b.hiap, b.add_c, b.plus
 
     # T = F + fh K1 + fl K1 / 2^32 + fh K1F / 2^32
     k1 = (Imm(em.K1 >> 16), Imm(em.K1 & 0xFFFF))

@@ -1,8 +1,8 @@
 """Identity rows (``add d, x, 0``, ``shl d, x, 0``, ``mul d, x, 1`` ...) become copies the allocator
-drops (``rowfold.drop_identity_ops``, ``rowfold.fold_constant_rows``), for the program's own immediates only: a launch parameter
-that happens to be 0 keeps its row (the model adds it), since the pass runs before the parameter
-words become immediates. Checked on the ISA simulator as the weights run it, outputs against
-Python."""
+drops (``rowfold.drop_identity_ops``) and rows of immediates fold (``rowfold.fold_constant_rows``),
+for the program's own immediates only: a launch parameter that happens to be 0 keeps its row (the
+model adds it), since the passes run before the parameter words become immediates. Checked on the
+ISA simulator as the weights run it, outputs against Python."""
 
 from __future__ import annotations
 

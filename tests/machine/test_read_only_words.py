@@ -76,12 +76,17 @@ def test_an_input_the_kernel_stores_to_is_never_read_only(tmp_path):
         prepare(cu, shape=shape_for(machine_config("2b")))
 
 
-def test_inputs_beyond_the_read_only_words_are_refused_naming_them(tmp_path):
-    n = 30000  # two inputs of 30,000 words: 60,008 with guards, 49,152 read-only words
-    cu = _write(tmp_path, VADD, {"kernel": "k", "grid": 118, "block": 256, "args": [
+def _two_big_inputs(tmp_path, src: str, n: int, grid: int, block: int):
+    """A launch of ``src`` with two inputs of n words, a 16-word output and ``n`` = 16."""
+    return _write(tmp_path, src, {"kernel": "k", "grid": grid, "block": block, "args": [
         {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
         {"name": "out", "type": "f32*", "size": 16}, {"name": "n", "type": "i32", "value": 16}],
         "outputs": ["out"]})
+
+
+def test_inputs_beyond_the_read_only_words_are_refused_naming_them(tmp_path):
+    n = 30000  # two inputs of 30,000 words: 60,008 with guards, 49,152 read-only words
+    cu = _two_big_inputs(tmp_path, VADD, n, 118, 256)
     with pytest.raises(MachineLimitError, match="read-only"):
         prepare(cu, shape=shape_for(machine_config("2b")))
 
@@ -146,10 +151,6 @@ def test_ex2s_table_is_loaded_into_the_top_read_only_words(tmp_path):
 
 def test_read_only_inputs_reaching_the_table_are_refused_naming_it(tmp_path):
     """Inputs that would fit the 49,152 read-only words but reach the top 1,024 the ex2 tables take."""
-    n = 24400
-    cu = _write(tmp_path, EX2, {"kernel": "k", "grid": 1, "block": 64, "args": [
-        {"name": "a", "type": "f32*", "size": n}, {"name": "b", "type": "f32*", "size": n},
-        {"name": "out", "type": "f32*", "size": 16}, {"name": "n", "type": "i32", "value": 16}],
-        "outputs": ["out"]})
+    cu = _two_big_inputs(tmp_path, EX2, 24400, 1, 64)
     with pytest.raises(MachineLimitError, match="constant tables take 1024"):
         prepare(cu, shape=shape_for(machine_config("2b")))
