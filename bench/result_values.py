@@ -14,7 +14,7 @@ pass for pass) is executed on the ISA simulator with its register and predicate 
 Per lane group with an active lane, the result tokens of today's protocol are counted from its
 rules (``machine/circuit.py`` ``emit``: a group whose active lanes all hold one value and cover the
 group's threads costs USHORT (1, value < 1024) or three uniform chunks; otherwise each active lane
-costs SHORT (1, value < 256) or three 11-bit chunks; a predicate write is one DATA token; a dead
+costs SHORT (1, value < 256), chunk 0 and HIGH (2, value < 2^18) or three 11-bit chunks; a predicate write is one DATA token; a dead
 result, ``codegen.liveness``, costs nothing: the ROM row's ``nowb`` bit). That
 count is compared with the result + SHORT/USHORT tokens the model really wrote (the census in
 ``--census LOG``, a ``bench/machine_weights.py --log`` file): the output says on how many kernels
@@ -67,7 +67,8 @@ LANES = 4
 
 
 def _lane_cost(v: int) -> int:
-    return 1 if v < 256 else 3
+    """A lane result's tokens: SHORT below 256, chunk 0 + HIGH below 2^18, else three chunks."""
+    return 1 if v < 256 else 2 if v < 1 << 18 else 3
 
 
 def _chunks(v: int) -> int:

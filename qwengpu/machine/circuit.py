@@ -50,7 +50,7 @@ Scope: blocks of <= 64 threads (1-D), <= 65,535 blocks (1-D grid), integer subse
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from qwengpu.compiler import Circuit, Word
@@ -232,6 +232,7 @@ class Fetch:
     is_store: Bit
     is_short: Bit
     is_ushort: Bit
+    is_high: Bit  # HIGH(lane, h): a lane result's bits 11..17 after its chunk 0 (NTHREADS' bit-9 form)
     is_block: Bit
     is_blockhi: Bit
     is_bar: Bit
@@ -332,6 +333,23 @@ def _ctl_part(c: Circuit, tok: Word, k: int, hi: bool) -> Bit:
     return c.all_of([t[15], t[14], b9] + [b if (k >> i) & 1 else ~b for i, b in enumerate(sub.bits)])
 
 
+def _lane_end(c: Circuit, tok: Word, lanes: Iterable[int]) -> Bit:
+    """[tok is SHORT(x, v) or HIGH(x, h) with x in ``lanes``]: the token that ends lane x's result.
+    One function of the token's top bits: a signal every later layer carries, so one per use."""
+    want = set(lanes)
+
+    def fn(*bits: int) -> int:
+        v = sum(b << i for i, b in enumerate(bits)) << 7
+        if v >> 14 != 3:
+            return 0
+        kind = (v >> 10) & 15
+        if kind == P.SHORT:
+            return int((v >> 8) & 3 in want)
+        return int(kind == P.NTHREADS and bool(v & P.HIGH_FLAG) and (v >> P.HIGH_BITS) & 3 in want)
+
+    return c.lut(list(tok.bits[7:16]), fn)
+
+
 def _latch(c: Circuit, name: str, width: int, value: Word, enable: Bit) -> Word:
     """A one-row memory holding ``value`` from the last token that enabled it."""
     one0 = c.const(0, 1)
@@ -396,7 +414,9 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     is_exec = is_pass_full | is_passm  # both PASS forms execute; MASK only sets a group's mask
 
     # ---- launch registers and the control latch: mode | a (pc or address) | group
-    nth = _latch(c, "nth", 7, arg, ctl_is(P.NTHREADS))
+    # NTHREADS(n) sets the thread count; its bit-9 form is HIGH, a lane result's last token (protocol.py)
+    nth = _latch(c, "nth", 7, arg, _ctl_part(c, tok, P.NTHREADS, False))
+    is_high = _ctl_part(c, tok, P.NTHREADS, True)
     # block count and running block: 16 bits each, the low 9 from NBLOCKS / BLOCK tokens, the high
     # 7 from their HI forms (argument bit 9 set; protocol.py); the low latch of BLOCK is the parity
     nbl = c.concat(_latch(c, "nbl", P.BLOCK_LO_BITS, arg, _ctl_part(c, tok, P.NBLOCKS, False)),
@@ -457,6 +477,7 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
     return Fetch(
         tok=tok, t=t, one0=one0, is_data=is_data, is_passm=is_passm, is_exec=is_exec,
         is_mask=is_mask, is_dumpaddr=is_dumpaddr, is_store=is_store, is_short=is_short, is_ushort=is_ushort,
+        is_high=is_high,
         is_block=is_block, is_blockhi=is_blockhi, is_bar=is_bar, is_bank=is_bank, is_page=is_page, idx=idx,
         d=d, nth=nth, nbl=nbl, blk=blk,
         ep=ep, gpar=gpar, dlo=dlo, dhi=dhi, mode=mode, cur=cur, cg=cg, cpc=cpc, bnk=bnk, m_exec=m_exec,
@@ -466,32 +487,40 @@ def fetch_decode(c: Circuit, shape: MachineShape) -> Fetch:
 
 
 def commit(c: Circuit, lane: int, tok: Word, staged: Sequence[Word] | Mapping[int, Word], is_short: Bit,
-           is_ushort: Bit, m_exec: Bit) -> tuple[Bit, Word]:
+           is_ushort: Bit, m_exec: Bit, is_high: Bit | None = None) -> tuple[Bit, Word]:
     """When the register file's lane position ``lane`` is written, and with what: (write enable,
     32-bit value). A register is written whole at its last chunk token (its lane's third chunk or
-    the third uniform chunk, with the two staged chunks before it), by a SHORT for this lane or by a
-    USHORT, in exec mode; the enable is one function of the token's top bits, then "and in exec
-    mode". (``bench/late_units.py``'s late copy of the register file commits by this same rule.)"""
+    the third uniform chunk, with the two staged chunks before it), by a HIGH for this lane (its
+    staged chunk 0 and the token's 7 bits), by a SHORT for this lane or by a USHORT, in exec mode;
+    the enable is one function of the token's top bits, then "and in exec mode".
+    (``bench/late_units.py``'s late copy of the register file commits by this same rule; without
+    ``is_high`` it is the rule before HIGH.)"""
     t = list(tok.bits)
     idx, d = tok[11:15], tok[0:11]
-    hi8 = [t[i] for i in range(8, 16)]
+    top = [t[i] for i in range(7 if is_high is not None else 8, 16)]
 
     def writes(*bits: int) -> int:
-        v = sum(b << i for i, b in enumerate(bits)) << 8
+        v = sum(b << i for i, b in enumerate(bits)) << (16 - len(bits))
         if not v >> 15:
             return int((v >> 11) & 15 in (3 * lane + 2, P.IDX_UNIFORM + 2))
         if v >> 14 & 1:
             kind = (v >> 10) & 15
+            if is_high is not None and kind == P.NTHREADS:
+                return int(bool(v & P.HIGH_FLAG) and (v >> P.HIGH_BITS) & 3 == lane)
             return int(kind == P.USHORT or (kind == P.SHORT and (v >> 8) & 3 == lane))
         return 0
 
     uni = _match(c, idx, P.IDX_UNIFORM + 2)
-    en = c.all_of([c.lut(hi8, writes), m_exec])
+    en = c.all_of([c.lut(top, writes), m_exec])
     wlong = c.mux(uni, c.concat(staged[P.IDX_UNIFORM], staged[P.IDX_UNIFORM + 1], d),
                   c.concat(staged[3 * lane], staged[3 * lane + 1], d))[:32]
     # SHORT(lane, 8 bits) / USHORT(10 bits, every lane): a small result in one token
     wshort = c.concat(tok[0:8], c.all_of([is_ushort, t[8]]), c.all_of([is_ushort, t[9]]), c.const(0, 22))
-    return en, c.mux(is_short | is_ushort, wshort, wlong)
+    if is_high is None:
+        return en, c.mux(is_short | is_ushort, wshort, wlong)
+    # HIGH(lane, h): chunk 0 staged by the DATA token before it, h its bits 11..17
+    whigh = c.concat(staged[3 * lane], tok[0 : P.HIGH_BITS], c.const(0, 32 - P.CHUNK - P.HIGH_BITS))
+    return en, c.select(c.concat(is_short | is_ushort, is_high), [wlong, wshort, whigh])
 
 
 def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
@@ -509,7 +538,7 @@ def register_file(c: Circuit, shape: MachineShape, fx: Fetch) -> Operands:
     CV: list[Bit] = []
     tid_lo = [c.concat(c.const(lane, 2), cg) for lane in range(LANES)]
     for lane in range(LANES):
-        en, wval = commit(c, lane, tok, staged, fx.is_short, is_ushort, m_exec)
+        en, wval = commit(c, lane, tok, staged, fx.is_short, is_ushort, m_exec, fx.is_high)
         rfv = []
         for port, reg in (("a", f["ra"]), ("b", f["rb"])):
             bank = c.memory(f"rf{port}{lane}", rows=shape.nregs * GROUPS, width=32)
@@ -603,13 +632,12 @@ def global_memory(c: Circuit, shape: MachineShape, fx: Fetch, ops: Operands
            for k in range(nbanks)]
     # the lane whose word this step emits (``emit``'s order, from the early latch of the pass's
     # lanes): the pass's first lane at the executing token and at the uniform chunks, lane x at
-    # its chunks 0 and 1, the next lane after x at its last chunk or its SHORT
+    # its chunks 0 and 1, the next lane after x at its last chunk, its HIGH or its SHORT
     lef = list(_latch(c, "lef", LANES, c.concat(*[c.all_of([fx.mask[x], ops.G[x]]) for x in range(LANES)]),
                       fx.is_exec).bits)
     xd = c.all_of([fx.is_data, fx.m_exec])
-    sl_short = tok[8:10]
-    done = [c.any_of([c.all_of([xd, _match(c, idx, 3 * x + 2)]),
-                      c.all_of([fx.is_short, _match(c, sl_short, x)])]) for x in range(LANES)]
+    done = [c.any_of([c.all_of([xd, _match(c, idx, 3 * x + 2)]), _lane_end(c, tok, [x])])
+            for x in range(LANES)]
     start = fx.is_exec | c.all_of([xd, c.any_of([_match(c, idx, P.IDX_UNIFORM + j) for j in range(2)])])
     port = []
     for y in range(LANES):
@@ -970,9 +998,8 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     """Emit (doc section 5): the late latch of the pass's results, then which token comes next (a
     result chunk, SHORT / USHORT, STORE, the scheduler's PASS / MASK / BAR / BLOCK, dump, FAULT, HALT)."""
     tok, idx, op, cur, m_dump = fx.tok, fx.idx, fx.op, fx.cur, fx.m_dump
-    is_exec, is_data, is_store, is_short, is_ushort = (fx.is_exec, fx.is_data, fx.is_store, fx.is_short,
-                                                       fx.is_ushort)
-    res, eff, sl, sl_short, halt = dp.res, sch.eff, tok[0:2], tok[8:10], c.const(P.ctl(P.HALT), 16)
+    is_exec, is_data, is_store, is_ushort = fx.is_exec, fx.is_data, fx.is_store, fx.is_ushort
+    res, eff, sl, halt = dp.res, sch.eff, tok[0:2], c.const(P.ctl(P.HALT), 16)
     # ---- the late latch: results of the pass
     extra = {OP[n] for n in REG_RESULT_EXTRA}
     # a dead result (the row's ``nowb``) makes the pass one without a result: no chunk, SHORT,
@@ -1005,6 +1032,18 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     i_last = c.any_of([_match(c, idx, 3 * x + 2) for x in range(LANES)])
     i_mid = c.any_of([_match(c, idx, 3 * x + j) for x in range(LANES) for j in range(2)])
     xd = ops.exec_data
+    # a lane result below 2^18 (protocol.py's HIGH): after its chunk 0, HIGH(lane, bits 11..17)
+    # instead of chunks 1 and 2. Each test reads the late ``low18`` beside the token's index, so
+    # it is computed late (a function of the token alone would be carried through every layer)
+    low18 = [c.all_of([~b for b in L_res[x].bits[P.CHUNK + P.HIGH_BITS:]]) for x in range(LANES)]
+    i_low = [*idx.bits, *low18]
+
+    def first_low(fn) -> Bit:  # fn(lane) over the index of a lane's chunk 0 whose value is below 2^18
+        return c.lut(i_low, lambda *b: int(any(sum(v << i for i, v in enumerate(b[:4])) == 3 * x
+                                                and b[4 + x] and fn(x) for x in range(LANES))))
+
+    c_high = c.all_of([xd, first_low(lambda x: True)])
+    h_lane = c.concat(first_low(lambda x: x & 1), first_low(lambda x: x >> 1))
     after = []
     for x in range(LANES):
         prev_d = [i_lane[y] for y in range(x)]
@@ -1016,7 +1055,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
                     is_exec,
                     c.all_of([xd, i_last, c.any_of(prev_d)]) if prev_d else no,
                     c.all_of([is_store, c.any_of(prev_s)]) if prev_s else no,
-                    c.all_of([is_short, c.any_of([_match(c, sl_short, y) for y in range(x)])]) if x else no,
+                    _lane_end(c, tok, range(x)) if x else no,
                 ]
             )
         )
@@ -1025,7 +1064,7 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     has_nl = c.any_of(cands)
     scan = c.any_of(
         [c.all_of([is_exec, L_reg, ~L_uni]), c.all_of([is_exec, L_store]), c.all_of([xd, i_last]), is_store,
-         is_short]
+         _lane_end(c, tok, range(LANES))]
     )
     nl = c.encode(c.concat(*first))
     c_next = c.any_of(
@@ -1075,6 +1114,8 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     dump_w = pw
     val = c.mux(m_dump, c.select(q[:2], [_chunk(dump_w, j) for j in range(NCHUNK)]), c.select(q, table))
     data_tok = c.concat(val, q, c.const(0, 1))
+    # HIGH's 7 bits are chunk 1's low bits, the DATA value this step would otherwise write
+    high_tok = c.concat(val[: P.HIGH_BITS], h_lane, c.const(1, 1), c.const(P.ctl(P.NTHREADS) >> 10, 6))
     store_tok = c.concat(nl, c.const(P.ctl(P.STORE) >> 2, 14))
     nxt = (cur + 1)[:10]
     dn_tok = c.concat(nxt, c.const(P.ctl(P.DUMPADDR) >> 10, 6))
@@ -1105,11 +1146,11 @@ def emit(c: Circuit, fx: Fetch, ops: Operands, dp: Results, sch: Schedule, pw: W
     out = c.select(
         c.encode(
             c.concat(
-                c_data & ~c_fault, c_store_out, c_next & ~c_fault, c_dumpnext, c.const(0, 1)[0], c_fault,
+                c_data & ~c_fault & ~c_high, c_store_out, c_next & ~c_fault, c_dumpnext, c_high, c_fault,
                 c_halt, c_small & ~c_fault,
             )
         ),
-        [data_tok, store_tok, sch.next_tok, dn_tok, halt, fault_tok, halt,
+        [data_tok, store_tok, sch.next_tok, dn_tok, high_tok, fault_tok, halt,
          c.mux(c_short, short_tok, ushort_tok)],
     )  # type: ignore[list-item]
     return Emitted(out=out, c_next=c_next, c_data=c_data, L_eff=L_eff, uniform=uniform)

@@ -21,6 +21,9 @@ it without counting (a counter would be a read-modify-write of one memory in one
                            executes nothing; the PASS f=0 after it does; r, x: see below),
                            SHORT(lane << 8 | v): lane's result is v < 256, USHORT(v): every lane's
                            result is v < 1024 (one token instead of three chunks),
+                           HIGH(lane, h) = NTHREADS(512 | lane << 7 | h): lane's result is
+                           its chunk 0 (the DATA token just before) | h << 11, below 2^18 (two
+                           tokens instead of three chunks),
                            BANK(b0 | r<<1 | b12<<2): the next PASS tokens name pcs 512b..512b+511,
                            b = b0 | b12<<1 (r: the pass after it starts a new round, as after
                            BLOCK/BAR); in the prompt, b12 gives ROMADDR rows 1024*b12 + a;
@@ -67,6 +70,12 @@ A pass whose result is dead (no instruction reads it again: ``codegen.liveness``
 ``nowb`` bit) writes no result token: its PASS (or MASK) is followed directly by the next pass's,
 as for an instruction without a result, and nothing is committed.
 
+Why HIGH, and why in NTHREADS' argument: a lane result from 256 to 2^18 (a byte address of the
+machine's 65,536 words, an index, a count) took three chunks, its chunk 2 always 0. The early
+layers cannot count chunks, so a shorter form must name itself; DATA's 16 indices are taken, but
+NTHREADS (host-fed once, n <= 64) leaves its argument bits 7..9 free. HIGH(lane, h) after
+DATA(3 lane, chunk 0) carries bits 11..17 and commits the word, as a lane's chunk 2 does.
+
 Host-fed prompt: ``ROMADDR(pc) DATA(0..k)`` per instruction (``rom_load``), ``[PAGE(w >> 10)]
 MEMADDR(w & 1023) DATA(0..2)`` per non-zero word of global memory, ``NTHREADS(n) [NBLOCKSHI(b >> 9)]
 NBLOCKS(b & 511) [PAGE(lo >> 10)] [ENDPAGE(hi >> 10)] DUMPLO(lo & 1023) DUMPHI(hi & 1023)`` and
@@ -100,6 +109,9 @@ PAGE_BITS = 6  # up to 64 pages (65,536 words)
 PAGE_ARG_BITS = (4, 5, 6, 7, 8, 1)
 IDX_UNIFORM = 12
 IDX_PRED = 15
+HIGH_FLAG = 1 << 9  # NTHREADS' argument bit 9: a HIGH token (a lane result's bits 11..17), not NTHREADS
+HIGH_BITS = 7  # the value bits a HIGH token carries (bits 0..6; bits 7..8: the lane)
+HIGH_LIMIT = 1 << (CHUNK + HIGH_BITS)  # a lane result below it is DATA(3 lane, chunk 0) + HIGH
 
 # control sub-kinds (bits 10..13 of a 0b11 token)
 (ROMADDR, MEMADDR, DUMPADDR, DUMPLO, DUMPHI, STORE, HALT) = range(7)
@@ -209,6 +221,12 @@ def ctl(kind: int, a: int = 0) -> int:
     return 0xC000 | (kind << ADDR_BITS) | a
 
 
+def high(lane: int, h: int) -> int:
+    """HIGH(lane, h): lane's result is the chunk 0 its DATA token just carried | h << 11."""
+    assert 0 <= lane < 4 and 0 <= h < (1 << HIGH_BITS)
+    return ctl(NTHREADS, HIGH_FLAG | lane << HIGH_BITS | h)
+
+
 def block_tokens(kind: int, n: int) -> list[int]:
     """``kind`` (BLOCK or NBLOCKS) naming the 16-bit value n: the high part first when it is not 0
     (a blank latch reads 0), then the low part."""
@@ -238,6 +256,8 @@ class Token:
             return f"PASS(g={self.b},pc={self.a}{'' if self.full else ',?'})"
         if self.kind == "MASK":
             return f"MASK(g={(self.a >> 4) & 15},{self.a & 15:04b})"
+        if self.kind == "HIGH":
+            return f"HIGH(lane={self.a},{self.b:x})"
         return f"{self.kind}({self.a})"
 
 
@@ -252,6 +272,8 @@ def decode(t: int) -> Token:
     a = t & ((1 << ADDR_BITS) - 1)
     if k in (BLOCK, NBLOCKS) and a & HI_FLAG:  # the high part of a block index / count
         return Token(f"{CTL_NAMES[k]}HI", a & (HI_FLAG - 1))
+    if k == NTHREADS and a & HIGH_FLAG:  # a lane result's bits 11..17 (a: the lane, b: the bits)
+        return Token("HIGH", (a >> HIGH_BITS) & 3, a & ((1 << HIGH_BITS) - 1))
     if k == BANK and a & PAGE_FLAG:  # a page of global memory
         page = sum(((a >> b) & 1) << i for i, b in enumerate(PAGE_ARG_BITS))
         return Token("ENDPAGE" if a & 1 else "PAGE", page)

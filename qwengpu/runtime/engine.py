@@ -501,14 +501,15 @@ CENSUS_KINDS = ("pass", "mask", "bank", "result", "short", "store", "dump", "con
 def token_census(trace: list[int]) -> dict[str, int]:
     """The tokens the model wrote, by what they cost: ``pass`` (PASS: a lane-group pass starts),
     ``mask`` (MASK: which lanes of a pass run), ``bank`` (BANK: the ROM half of the next pass),
-    ``result`` (DATA chunks of a result before the dump), ``short`` (SHORT / USHORT: a small result
-    in one token), ``store`` (STORE: one lane's store), ``dump`` (DUMPADDR and its DATA chunks:
-    the read-back), ``control`` (BLOCK, BAR, FAULT, HALT). Why: tokens are the cost users pay
-    (every one a forward pass); this says where they go (``bench/token_census.py``)."""
+    ``result`` (DATA chunks and HIGH tokens of a result before the dump), ``short`` (SHORT /
+    USHORT: a small result in one token), ``store`` (STORE: one lane's store), ``dump`` (DUMPADDR
+    and its DATA chunks: the read-back), ``control`` (BLOCK, BAR, FAULT, HALT). Why: tokens are
+    the cost users pay (every one a forward pass); this says where they go
+    (``bench/token_census.py``)."""
     n = dict.fromkeys(CENSUS_KINDS, 0)
     dumping = False
     kinds = {"PASS": "pass", "MASK": "mask", "BANK": "bank", "SHORT": "short", "USHORT": "short",
-             "STORE": "store", "DUMPADDR": "dump", "PAGE": "dump"}
+             "HIGH": "result", "STORE": "store", "DUMPADDR": "dump", "PAGE": "dump"}
     for tk in P.read_all(trace):
         if tk.kind == "DUMPADDR":
             dumping = True
@@ -559,7 +560,7 @@ def _kernel_fault(fault: str, how: str, cu_path, spec_path, interpret) -> str:
 
 class PassResults:
     """What the model wrote for one lane-group pass after its PASS/MASK token: per-lane result
-    chunks and SHORT values, a uniform value (chunks 12..14 or USHORT: every effective lane), the
+    chunks, HIGH and SHORT values, a uniform value (chunks 12..14 or USHORT: every effective lane), the
     predicate chunk (4 values | 4 lane enables) and the lanes of its STORE tokens."""
 
     def __init__(self) -> None:
@@ -571,7 +572,7 @@ class PassResults:
         self.stores: list[int] = []
 
     def take(self, tk: P.Token) -> None:
-        """Read one result token (DATA, SHORT, USHORT or STORE) of the pass."""
+        """Read one result token (DATA, HIGH, SHORT, USHORT or STORE) of the pass."""
         if tk.kind == "DATA":
             if tk.a < 12:
                 lane, j = divmod(tk.a, 3)
@@ -584,6 +585,8 @@ class PassResults:
                     self.uni = self.upart & M32
             else:
                 self.pchunk = tk.b
+        elif tk.kind == "HIGH":  # the lane's chunk 0 came just before: bits 11..17 complete it
+            self.vals[tk.a] = self.parts.get(tk.a, 0) & ((1 << P.CHUNK) - 1) | tk.b << P.CHUNK
         elif tk.kind == "SHORT":
             self.vals[tk.a >> 8] = tk.a & 255
         elif tk.kind == "USHORT":
@@ -601,7 +604,7 @@ class PassResults:
         return out
 
 
-RESULT_KINDS = frozenset({"DATA", "SHORT", "USHORT", "STORE"})
+RESULT_KINDS = frozenset({"DATA", "HIGH", "SHORT", "USHORT", "STORE"})
 
 
 class StickyMasks:

@@ -117,7 +117,7 @@ def test_four_lanes_load_and_store_in_four_pages_of_the_2b_machine(circuit_2b):
 
 def _one_port_program(hi: int):
     """Lane x loads word hi + 2x (5, a 32-bit word, 5 again, 1000: a SHORT, three chunks, a SHORT
-    of the same value as lane 0's from another address, three chunks), every lane loads word
+    of the same value as lane 0's from another address, chunk 0 and a HIGH), every lane loads word
     hi + 100 (one big value: the uniform chunks) and hi + 101 (7: one USHORT), the odd lanes load
     into their own address register (``@p0 ld r2, [r2 + ..]``: a partial mask, and a commit that
     rewrites the register the port reads the address from), every lane loads word hi + 200 + 2x
@@ -176,11 +176,11 @@ def test_one_read_port_serves_each_lane_at_the_token_that_emits_it(shape_name):
     for t in P.read_all(trace):
         if t.kind == "PASS":
             pc = t.a
-        elif t.kind in ("DATA", "SHORT", "USHORT"):
+        elif t.kind in ("DATA", "HIGH", "SHORT", "USHORT"):
             by_pc.setdefault(pc, []).append(t)
     short = [P.Token("SHORT", x << 8 | v) for x, v in ((0, 5), (2, 5))]
     assert by_pc[2] == [short[0], *[P.Token("DATA", 3 + j, (0x12345678 >> 11 * j) & 2047) for j in range(3)],
-                        short[1], *[P.Token("DATA", 9 + j, (1000 >> 11 * j) & 2047) for j in range(3)]]
+                        short[1], P.Token("DATA", 9, 1000), P.Token("HIGH", 3, 0)]
     assert by_pc[3] == [P.Token("DATA", P.IDX_UNIFORM + j, (0xDEADBEEF >> 11 * j) & 2047) for j in range(3)]
     assert by_pc[4] == [P.Token("USHORT", 7)]
     assert by_pc[7] == [*[P.Token("DATA", 3 + j, (0xCAFE0001 >> 11 * j) & 2047) for j in range(3)],
