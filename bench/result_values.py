@@ -14,8 +14,9 @@ pass for pass) is executed on the ISA simulator with its register and predicate 
 Per lane group with an active lane, the result tokens of today's protocol are counted from its
 rules (``machine/circuit.py`` ``emit``: a group whose active lanes all hold one value and cover the
 group's threads costs USHORT (1, value < 1024) or three uniform chunks; otherwise each active lane
-costs SHORT (1, value < 256), chunk 0 and HIGH (2, value < 2^18) or three 11-bit chunks; a predicate write is one DATA token; a dead
-result, ``codegen.liveness``, costs nothing: the ROM row's ``nowb`` bit). That
+costs SHORT (1, value < 256), chunk 0 and HIGH (2, value < 2^18) or three 11-bit chunks; a
+predicate write is one DATA token; a dead result, ``codegen.liveness``, costs nothing: the ROM
+row's ``nowb`` bit). That
 count is compared with the result + SHORT/USHORT tokens the model really wrote (the census in
 ``--census LOG``, a ``bench/machine_weights.py --log`` file): the output says on how many kernels
 the cost model is exact and how far off the total is, so the projections below can be weighed.
