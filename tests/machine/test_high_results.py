@@ -13,7 +13,7 @@ on no lane or on groups that do not exist.
 from __future__ import annotations
 
 import pytest
-from test_pages import _trace
+from test_pages import _trace, results_by_pc
 
 from qwengpu.isa.instr import Imm, MInstr, R
 from qwengpu.machine import circuit as M
@@ -82,12 +82,7 @@ def test_a_lane_result_below_2_18_is_its_chunk_0_and_a_high_token(shape_name):
         want.update({100 + 4 * x: loaded[x], 101 + 4 * x: formed[x], 102 + 4 * x: sums})
     got = decode_dump(trace, page=0)
     assert {w: got.get(w, 0) for w in want} == want
-    by_pc: dict[int, list[P.Token]] = {}
-    for t in P.read_all(trace):
-        if t.kind == "PASS":
-            pc = t.a
-        elif t.kind in ("DATA", "HIGH", "SHORT", "USHORT"):
-            by_pc.setdefault(pc, []).append(t)
+    by_pc = results_by_pc(trace)
 
     def lane(x: int, v: int) -> list[P.Token]:
         if v < 256:

@@ -115,6 +115,18 @@ def test_four_lanes_load_and_store_in_four_pages_of_the_2b_machine(circuit_2b):
     assert [t.kind for t in toks].count("PAGE") == 1 and toks[k + 1] == P.Token("DUMPADDR", 1024)
 
 
+def results_by_pc(trace: list[int]) -> dict[int, list[P.Token]]:
+    """The result tokens (DATA, HIGH, SHORT, USHORT) the model wrote after each PASS, by its pc."""
+    by_pc: dict[int, list[P.Token]] = {}
+    pc = -1
+    for t in P.read_all(trace):
+        if t.kind == "PASS":
+            pc = t.a
+        elif t.kind in ("DATA", "HIGH", "SHORT", "USHORT"):
+            by_pc.setdefault(pc, []).append(t)
+    return by_pc
+
+
 def _one_port_program(hi: int):
     """Lane x loads word hi + 2x (5, a 32-bit word, 5 again, 1000: a SHORT, three chunks, a SHORT
     of the same value as lane 0's from another address, chunk 0 and a HIGH), every lane loads word
@@ -172,12 +184,7 @@ def test_one_read_port_serves_each_lane_at_the_token_that_emits_it(shape_name):
         want.update({100 + 5 * x + k: v for k, v in enumerate(vals)})
     got = decode_dump(trace, page=0)
     assert {w: got.get(w, 0) for w in want} == want
-    by_pc: dict[int, list[P.Token]] = {}
-    for t in P.read_all(trace):
-        if t.kind == "PASS":
-            pc = t.a
-        elif t.kind in ("DATA", "HIGH", "SHORT", "USHORT"):
-            by_pc.setdefault(pc, []).append(t)
+    by_pc = results_by_pc(trace)
     short = [P.Token("SHORT", x << 8 | v) for x, v in ((0, 5), (2, 5))]
     assert by_pc[2] == [short[0], *[P.Token("DATA", 3 + j, (0x12345678 >> 11 * j) & 2047) for j in range(3)],
                         short[1], P.Token("DATA", 9, 1000), P.Token("HIGH", 3, 0)]
